@@ -1,0 +1,1 @@
+"""Wiring: state, runtime context and the graph builders."""

@@ -1,0 +1,171 @@
+"""Wiring: nodes, the routes between them, and the two ways to get the graph (`graph`, `build_graph`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import RetryPolicy
+
+from reground.graph.context import Context
+from reground.graph.state import InputState, OutputState, State, TraceEvent
+from reground.nodes.answer import answer
+from reground.nodes.common import NodeEnv
+from reground.nodes.finalize import finalize
+from reground.nodes.groundedness import check_groundedness
+from reground.nodes.keywords import extract_keywords
+from reground.nodes.refine import failing_principles, refine, thresholds_of
+from reground.nodes.refine_question import refine_question
+from reground.nodes.reground import re_ground
+from reground.nodes.rerank import rerank
+from reground.nodes.retrieve import retrieve
+from reground.nodes.review import needs_review, review
+from reground.nodes.start_turn import start_turn
+from reground.tools.services import Services
+
+DEFAULT_RECURSION_LIMIT = 60
+
+NodeFn = Callable[[State, NodeEnv], dict[str, Any]]
+
+# Transient failures are retried with backoff; a server that is down is not (it fails at once).
+_TRANSIENT = {"APITimeoutError", "InternalServerError", "RateLimitError", "ReadTimeout", "RemoteProtocolError"}
+
+
+def _is_transient(exc: Exception) -> bool:
+    return type(exc).__name__ in _TRANSIENT
+
+
+LLM_RETRY = RetryPolicy(max_attempts=3, initial_interval=1.0, backoff_factor=2.0, retry_on=_is_transient)
+STORE_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.2, backoff_factor=2.0, retry_on=_is_transient)
+
+
+def _bind(name: str, fn: NodeFn, services: Services) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+    """Present a node to LangGraph as (state, runtime), handing it its clients and recording its cost."""
+
+    def node(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        env = NodeEnv(services=services, runtime=runtime)
+        started = time.perf_counter()
+        update = fn(state, env)
+        event: TraceEvent = {"node": name, "seconds": round(time.perf_counter() - started, 4)}
+        if env.stats.llm_calls:
+            event.update(
+                llm_calls=env.stats.llm_calls,
+                prompt_tokens=env.stats.prompt_tokens,
+                completion_tokens=env.stats.completion_tokens,
+            )
+        if env.stats.notes:
+            event["note"] = "; ".join(env.stats.notes)
+        return {**update, "trace": [event]}
+
+    node.__name__ = name
+    node.__doc__ = fn.__doc__
+    return node
+
+
+# --- routes: small named functions, each returning the node names Studio draws -----------------
+
+
+def route_start(state: State) -> Literal["refine_question", "finalize"]:
+    return "refine_question" if state.get("question") else "finalize"
+
+
+def route_after_check(
+    state: State, runtime: Runtime[Context]
+) -> Literal["re_ground", "refine", "review", "finalize"]:
+    context = runtime.context
+    draft = state.get("draft")
+    if draft is None:
+        return "finalize"
+    ungrounded = draft["kind"] == "not_found" or (
+        draft["kind"] == "answer" and draft["groundedness"] < context.groundedness_threshold
+    )
+    if ungrounded and context.use_reground and state.get("reground_attempts", 0) < context.max_reground_attempts:
+        return "re_ground"
+    if (
+        not ungrounded
+        and draft["kind"] == "answer"
+        and context.use_principle_refinement
+        and state.get("refine_iterations", 0) < context.max_refine_iterations
+        and failing_principles(draft, thresholds_of(context))
+    ):
+        return "refine"
+    return _review_or_finalize(state, runtime)
+
+
+def route_after_refine(
+    state: State, runtime: Runtime[Context]
+) -> Literal["check_groundedness", "re_ground", "refine", "review", "finalize"]:
+    if not state.get("draft_checked", False):
+        return "check_groundedness"
+    return route_after_check(state, runtime)
+
+
+def _review_or_finalize(state: State, runtime: Runtime[Context]) -> Literal["review", "finalize"]:
+    return "review" if needs_review(state, runtime.context) else "finalize"
+
+
+# --- builders -----------------------------------------------------------------------------------
+
+
+def build_graph(
+    *,
+    chat_model: BaseChatModel | None = None,
+    embeddings: Any | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    store: Any | None = None,
+    name: str = "reground",
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The reground graph for embedding in an app or a test.
+
+    Instances passed here override the context's specs: `chat_model` (any LangChain chat model),
+    `embeddings` (a reground Embedder), `store` (a reground PassageStore). Pass a checkpointer to keep
+    conversations per thread (then only the new user message is needed per turn).
+    """
+    services = Services(chat_model=chat_model, embedder=embeddings, store=store)
+    builder = StateGraph(State, input_schema=InputState, output_schema=OutputState, context_schema=Context)
+    nodes: dict[str, tuple[NodeFn, RetryPolicy | None]] = {
+        "start_turn": (start_turn, None),
+        "refine_question": (refine_question, LLM_RETRY),
+        "extract_keywords": (extract_keywords, LLM_RETRY),
+        "retrieve": (retrieve, STORE_RETRY),
+        "rerank": (rerank, LLM_RETRY),
+        "answer": (answer, LLM_RETRY),
+        "check_groundedness": (check_groundedness, LLM_RETRY),
+        "re_ground": (re_ground, LLM_RETRY),
+        "refine": (refine, LLM_RETRY),
+        "review": (review, None),
+        "finalize": (finalize, None),
+    }
+    for node_name, (fn, retry) in nodes.items():
+        builder.add_node(node_name, _bind(node_name, fn, services), retry_policy=retry)
+    builder.add_edge(START, "start_turn")
+    builder.add_conditional_edges("start_turn", route_start)
+    builder.add_edge("refine_question", "extract_keywords")
+    builder.add_edge("extract_keywords", "retrieve")
+    builder.add_edge("retrieve", "rerank")
+    builder.add_edge("rerank", "answer")
+    builder.add_edge("answer", "check_groundedness")
+    builder.add_conditional_edges("check_groundedness", route_after_check)
+    builder.add_edge("re_ground", "retrieve")
+    builder.add_conditional_edges("refine", route_after_refine)
+    builder.add_edge("review", "finalize")
+    builder.add_edge("finalize", END)
+    compiled = builder.compile(checkpointer=checkpointer, name=name)
+    # Every loop has its own counter in state; this explicit limit is the backstop (a turn at the
+    # default caps takes at most ~21 steps).
+    return compiled.with_config(recursion_limit=DEFAULT_RECURSION_LIMIT)
+
+
+def run_config(context: Context, **extra: Any) -> dict[str, Any]:
+    """The invoke/stream config of a turn: the recursion limit is always set explicitly."""
+    return {"recursion_limit": context.recursion_limit, **extra}
+
+
+# What langgraph.json serves: compiled without a checkpointer (the server brings its own).
+graph = build_graph()

@@ -1,0 +1,105 @@
+"""Graph state: what callers pass (InputState), what a turn carries, and what it returns (TurnResult)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+
+from reground.tools.types import Passage
+
+
+class TraceEvent(TypedDict, total=False):
+    """One step of a turn: which node ran, what it cost, and anything worth seeing in Studio."""
+
+    node: str
+    seconds: float
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    note: str
+
+
+def merge_trace(current: list[TraceEvent] | None, update: list[TraceEvent] | None) -> list[TraceEvent]:
+    """Append events; an update starting with {"node": "start_turn"} begins a fresh per-turn trace."""
+    if not update:
+        return list(current or [])
+    if update[0].get("node") == "start_turn":
+        return list(update)
+    return [*(current or []), *update]
+
+
+class Citation(TypedDict):
+    number: int
+    doc_id: str
+    title: str
+    url: str
+    chunk_id: str
+    quote: str
+
+
+class PassageJudgement(TypedDict):
+    number: int
+    chunk_id: str
+    helpful: bool
+    reason: str
+
+
+class Draft(TypedDict):
+    """An answer candidate with its proxy scores (ProMiSe) and groundedness (ReGround)."""
+
+    text: str
+    principle_scores: dict[str, float]
+    groundedness: float
+    groundedness_parts: dict[str, float]
+    unsupported_claims: list[str]
+    kind: str  # "answer" | "not_found" | "clarify"
+
+
+class TurnResult(TypedDict):
+    answer: str
+    citations: list[Citation]
+    passages: list[Passage]
+    groundedness: float
+    principle_scores: dict[str, float]
+    passed: bool
+    fallback_reason: str | None
+    reground_attempts: int
+    refine_iterations: int
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    review: dict[str, Any] | None
+
+
+class InputState(TypedDict):
+    """What a caller passes: the conversation, the last message being the user's question."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class State(InputState, total=False):
+    question: str
+    history: list[dict[str, str]]
+    standalone_question: str
+    retrieval_query: str
+    query_mode: str  # "refined" | "forced_history" | "rewritten"
+    keywords: list[str]
+    candidates: list[Passage]
+    passages: list[Passage]
+    judgements: list[PassageJudgement]
+    draft: Draft | None
+    draft_checked: bool  # False while the current draft has not been through check_groundedness
+    reground_attempts: int
+    refine_iterations: int
+    turn_started: float
+    review: dict[str, Any] | None
+    trace: Annotated[list[TraceEvent], merge_trace]
+    result: TurnResult
+
+
+class OutputState(TypedDict, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]
+    result: TurnResult

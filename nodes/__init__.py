@@ -1,0 +1,1 @@
+"""Nodes: small functions of (state, runtime) that decide; they call tools, never build clients."""

@@ -1,0 +1,142 @@
+"""ConvRAG's self-check generator with the HR chatbot's answer rules and ProMiSe's best-of-N start."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from reground.graph.state import Draft, PassageJudgement, State
+from reground.nodes.common import NodeEnv, grounded_messages, numbered_lines
+from reground.prompts import answer as answer_prompts
+from reground.tools.chat import LLMReplyError, call_parsed
+from reground.tools.scoring import majority_best, principle_scores
+from reground.tools.types import Passage
+
+SAMPLE_TEMPERATURE = 0.7  # ProMiSe's sampling temperature for samples after the first
+
+_NOT_FOUND = re.compile(
+    r"(do(es)? not (cover|contain|mention|say|include|provide|specify)|don't (cover|contain|mention|say|have)|"
+    r"could not find|couldn't find|can ?not find|no information|not (mentioned|covered|specified|provided) in|"
+    r"i (do not|don't) know|not able to find|open a ticket)",
+    re.IGNORECASE,
+)
+
+
+def answer_kind(text: str) -> str:
+    """'clarify' for a question back, 'not_found' for an honest admission, else 'answer'."""
+    if _NOT_FOUND.search(text):
+        return "not_found"
+    if text.rstrip().endswith("?") and len(text.split()) < 40:
+        return "clarify"
+    return "answer"
+
+
+def parse_helpfulness(text: str, count: int) -> dict[int, tuple[bool, str]]:
+    judged: dict[int, tuple[bool, str]] = {}
+    for number, rest in numbered_lines(text).items():
+        if not 1 <= number <= count:
+            continue
+        lowered = rest.lower()
+        unhelpful = bool(re.match(r"^(not|un|no\b|irrelevant)", lowered)) or "not helpful" in lowered[:30]
+        if "helpful" in lowered or "relevant" in lowered or unhelpful or lowered.startswith(("yes", "no")):
+            reason = re.sub(r"^(not\s+)?(helpful|relevant|yes|no)\s*[-:,.]*\s*", "", rest, flags=re.IGNORECASE)
+            judged[number] = (not unhelpful and not lowered.startswith("no"), reason[:200])
+    if not judged:
+        raise ValueError("no '[number] helpful/not helpful' lines found")
+    return judged
+
+
+def self_check(passages: Sequence[Passage], state: State, env: NodeEnv) -> list[PassageJudgement]:
+    """Judge every passage in one call (they share the prefix); unparseable → all count as helpful."""
+    env.progress("answer", "checking which passages help")
+    model = env.services.chat(env.context, "answer")
+    messages = grounded_messages(
+        passages,
+        state.get("history", []),
+        state["question"],
+        env.context.self_check_prompt.format(question=state.get("standalone_question") or state["question"]),
+    )
+    try:
+        judged = call_parsed(
+            model, messages, lambda text: parse_helpfulness(text, len(passages)), env.stats, tags=["self_check"]
+        )
+    except LLMReplyError as exc:
+        env.stats.notes.append(f"self-check unusable ({exc}); using every passage")
+        judged = {}
+    return [
+        PassageJudgement(
+            number=i,
+            chunk_id=p["chunk_id"],
+            helpful=judged.get(i, (True, ""))[0],
+            reason=judged.get(i, (True, "not judged"))[1],
+        )
+        for i, p in enumerate(passages, start=1)
+    ]
+
+
+def query_text(state: State) -> str:
+    """What an answer must be relevant to: the question and the most recent turns."""
+    recent = " ".join(turn["text"] for turn in state.get("history", [])[-2:])
+    return f"{state.get('standalone_question') or state['question']} {recent}".strip()
+
+
+def make_draft(text: str, passages: Sequence[Passage], state: State) -> Draft:
+    return Draft(
+        text=text,
+        principle_scores=principle_scores(text, [p["text"] for p in passages], query_text(state)),
+        groundedness=0.0,
+        groundedness_parts={},
+        unsupported_claims=[],
+        kind=answer_kind(text),
+    )
+
+
+def _non_empty(text: str) -> str:
+    if len(text.split()) < 2:
+        raise ValueError("the answer is empty")
+    return text
+
+
+def answer(state: State, env: NodeEnv) -> dict[str, Any]:
+    context = env.context
+    passages = list(state.get("passages", []))
+    escalation = context.escalation
+    if not passages:
+        text = answer_prompts.NOT_FOUND.format(escalation=escalation)
+        return {"judgements": [], "draft": make_draft(text, passages, state), "draft_checked": False}
+    judgements = (
+        self_check(passages, state, env)
+        if context.use_self_check
+        else [PassageJudgement(number=i, chunk_id=p["chunk_id"], helpful=True, reason="") for i, p in enumerate(passages, 1)]
+    )
+    helpful = [j["number"] for j in judgements if j["helpful"]]
+    if not helpful:
+        env.stats.notes.append("no passage judged helpful")
+        text = answer_prompts.NOT_FOUND.format(escalation=escalation)
+        return {"judgements": judgements, "draft": make_draft(text, passages, state), "draft_checked": False}
+    env.progress("answer", "writing the answer", helpful=helpful)
+    task = context.answer_prompt.format(
+        question=state.get("standalone_question") or state["question"],
+        helpful=", ".join(f"[{n}]" for n in helpful),
+        escalation=escalation,
+    )
+    messages = grounded_messages(passages, state.get("history", []), state["question"], task)
+    drafts: list[Draft] = []
+    # Sequential on purpose: a local llama.cpp server has one slot and its prefix cache serves
+    # every sample after the first.
+    for sample in range(context.n_samples):
+        temperature = context.temperature if sample == 0 else SAMPLE_TEMPERATURE
+        model = env.services.chat(context, "answer", temperature=temperature)
+        try:
+            text = call_parsed(model, messages, _non_empty, env.stats, tags=["answer"])
+        except LLMReplyError:
+            continue
+        drafts.append(make_draft(text, passages, state))
+    if not drafts:
+        env.stats.notes.append("every answer sample was empty")
+        text = answer_prompts.NOT_FOUND.format(escalation=escalation)
+        return {"judgements": judgements, "draft": make_draft(text, passages, state), "draft_checked": False}
+    best = majority_best([d["principle_scores"] for d in drafts])
+    return {"judgements": judgements, "draft": drafts[best], "draft_checked": False}
+

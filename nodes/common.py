@@ -1,0 +1,91 @@
+"""What every node shares: its environment (clients, cost accounting, progress) and the prompt layout."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from reground.graph.context import Context
+from reground.prompts import answer as answer_prompts
+from reground.tools.chat import CallStats
+from reground.tools.services import Services
+from reground.tools.types import Passage
+
+
+@dataclass
+class NodeEnv:
+    """Handed to a node next to (state, runtime): the graph's clients and this step's cost record."""
+
+    services: Services
+    runtime: Runtime[Context]
+    stats: CallStats = field(default_factory=CallStats)
+
+    @property
+    def context(self) -> Context:
+        return self.runtime.context
+
+    def progress(self, node: str, message: str, **data: Any) -> None:
+        """A custom stream event (stream_mode="custom") so UIs can show what the turn is doing."""
+        self.runtime.stream_writer({"node": node, "message": message, **data})
+
+
+def format_history(history: Sequence[dict[str, str]]) -> str:
+    if not history:
+        return "(no earlier messages)"
+    return "\n".join(f"{turn['role']}: {turn['text']}" for turn in history)
+
+
+def format_conversation(history: Sequence[dict[str, str]], question: str) -> str:
+    return "\n".join([*(f"{t['role']}: {t['text']}" for t in history), f"user: {question}"])
+
+
+def format_passages(passages: Sequence[Passage]) -> str:
+    blocks = []
+    for number, passage in enumerate(passages, start=1):
+        section = f" / {passage['section']}" if passage.get("section") else ""
+        blocks.append(
+            answer_prompts.PASSAGE.format(
+                number=number,
+                title=passage.get("title", ""),
+                section=section,
+                url=passage.get("url") or "no url",
+                text=passage["text"].strip(),
+            )
+        )
+    return "\n\n".join(blocks) if blocks else "(no passages found)"
+
+
+def shared_prefix(passages: Sequence[Passage], history: Sequence[dict[str, str]], question: str) -> SystemMessage:
+    """The system message every post-retrieval call of a turn starts with, byte for byte."""
+    return SystemMessage(
+        answer_prompts.SHARED_PREFIX.format(
+            passages=format_passages(passages), conversation=format_conversation(history, question)
+        )
+    )
+
+
+def grounded_messages(
+    passages: Sequence[Passage], history: Sequence[dict[str, str]], question: str, task: str
+) -> list[BaseMessage]:
+    """Shared prefix first, the call's own task last: what lets the server reuse the prefix."""
+    return [shared_prefix(passages, history, question), HumanMessage(task)]
+
+
+_NUMBER_LINE = re.compile(r"\[?\s*(\d{1,2})\s*[\]\).:-]")
+
+
+def numbered_lines(text: str) -> dict[int, str]:
+    """Map '[n] rest' / 'n. rest' / 'Passage n: rest' lines to {n: rest}; the first mention wins."""
+    found: dict[int, str] = {}
+    for line in text.splitlines():
+        cleaned = line.strip().lstrip("*-# ").replace("Passage", "").replace("passage", "").strip()
+        match = _NUMBER_LINE.match(cleaned)
+        if match:
+            number = int(match.group(1))
+            found.setdefault(number, cleaned[match.end() :].strip(" *:-"))
+    return found

@@ -1,0 +1,104 @@
+"""Finalize a turn: the answer the user sees (never an ungrounded draft), its citations, and the turn's record."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage
+
+from reground.graph.context import Context
+from reground.graph.state import Citation, Draft, State, TurnResult
+from reground.nodes.common import NodeEnv
+from reground.prompts import answer as answer_prompts
+from reground.tools.scoring import squad_tokens
+from reground.tools.types import Passage
+
+_CITED = re.compile(r"\[(\d{1,2})\]")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def outcome(draft: Draft | None, state: State, context: Context) -> tuple[str, bool, str | None]:
+    """(answer text, passed, fallback reason): the one rule for what a turn may say."""
+    if draft is None:
+        return answer_prompts.EMPTY_QUESTION.format(collection=context.collection), False, "empty question"
+    if draft["kind"] == "not_found":
+        return draft["text"], False, "the documents in scope do not contain the answer"
+    if draft["groundedness"] >= context.groundedness_threshold:
+        return draft["text"], True, None
+    attempts = state.get("reground_attempts", 0)
+    reason = (
+        f"answer not grounded: score {draft['groundedness']:.2f} < threshold "
+        f"{context.groundedness_threshold:.2f} after {attempts} re-grounding attempt(s)"
+    )
+    return answer_prompts.NOT_FOUND.format(escalation=context.escalation), False, reason
+
+
+def best_quote(passage: Passage, answer: str) -> str:
+    """The passage sentence sharing most words with the answer (what the citation vouches for)."""
+    answer_tokens = set(squad_tokens(answer))
+    parts = [s.strip() for s in _SENTENCE.split(passage["text"]) if s.strip()]
+    if not parts:
+        return passage["text"][:300]
+    best = max(parts, key=lambda s: len(answer_tokens & set(squad_tokens(s))))
+    return best[:300]
+
+
+def citations_for(answer: str, passages: Sequence[Passage], helpful: Sequence[int]) -> list[Citation]:
+    numbers = [int(n) for n in _CITED.findall(answer) if 1 <= int(n) <= len(passages)]
+    if not numbers:
+        numbers = list(helpful)
+    seen: list[int] = []
+    for n in numbers:
+        if n not in seen:
+            seen.append(n)
+    return [
+        Citation(
+            number=n,
+            doc_id=passages[n - 1]["doc_id"],
+            title=passages[n - 1].get("title", ""),
+            url=passages[n - 1].get("url", ""),
+            chunk_id=passages[n - 1]["chunk_id"],
+            quote=best_quote(passages[n - 1], answer),
+        )
+        for n in seen
+    ]
+
+
+def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
+    context = env.context
+    draft = state.get("draft")
+    text, passed, reason = outcome(draft, state, context)
+    review = state.get("review")
+    if review:
+        action = review.get("action")
+        if action == "edit" and str(review.get("answer", "")).strip():
+            text, passed, reason = str(review["answer"]).strip(), True, None
+        elif action == "reject":
+            text = answer_prompts.NOT_FOUND.format(escalation=context.escalation)
+            passed, reason = False, "rejected by the reviewer"
+    passages = list(state.get("passages", []))
+    helpful = [j["number"] for j in state.get("judgements", []) if j["helpful"]]
+    grounded_answer = passed or (review or {}).get("action") == "approve"
+    citations = citations_for(text, passages, helpful) if grounded_answer and passages else []
+    trace = [*state.get("trace", [])]
+    result = TurnResult(
+        answer=text,
+        citations=citations,
+        passages=passages,
+        groundedness=draft["groundedness"] if draft else 0.0,
+        principle_scores=draft["principle_scores"] if draft else {},
+        passed=passed,
+        fallback_reason=reason,
+        reground_attempts=state.get("reground_attempts", 0),
+        refine_iterations=state.get("refine_iterations", 0),
+        llm_calls=env.stats.llm_calls + sum(e.get("llm_calls", 0) for e in trace),
+        prompt_tokens=sum(e.get("prompt_tokens", 0) for e in trace),
+        completion_tokens=sum(e.get("completion_tokens", 0) for e in trace),
+        seconds=round(time.time() - state.get("turn_started", time.time()), 3),
+        review=review,
+    )
+    env.progress("finalize", "done", passed=passed)
+    return {"result": result, "messages": [AIMessage(content=text, name="reground")], "review": None}

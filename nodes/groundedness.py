@@ -1,0 +1,96 @@
+"""ReGround's groundedness check: an LLM judge of unsupported claims combined with cheap signals."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from reground.graph.state import Draft, State
+from reground.nodes.common import NodeEnv, grounded_messages
+from reground.tools.chat import LLMReplyError, call_parsed
+from reground.tools.scoring import k_precision, rouge_l
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_CITATION = re.compile(r"\[\d+\]")
+# Cosine of MiniLM sentence embeddings: below LOW nothing in the passages says it, above HIGH it is restated.
+SUPPORT_LOW, SUPPORT_HIGH = 0.35, 0.75
+
+
+def sentences(text: str) -> list[str]:
+    return [s for s in (part.strip() for part in _SENTENCE.split(_CITATION.sub("", text))) if len(s.split()) >= 3]
+
+
+def parse_unsupported(text: str) -> list[str]:
+    """'NONE' → []; '- claim' lines → the claims. Anything else does not parse."""
+    stripped = text.strip().strip(".").strip()
+    if re.fullmatch(r"(?i)\**\s*none\s*\**", stripped) or re.match(r"(?i)^(none|no unsupported)", stripped):
+        return []
+    claims = [
+        line.strip().lstrip("-*•").strip()
+        for line in text.splitlines()
+        if re.match(r"^\s*([-*•]|\d+[.)])\s+", line)
+    ]
+    claims = [c for c in claims if c and not re.fullmatch(r"(?i)none\.?", c)]
+    if not claims:
+        raise ValueError("reply was neither NONE nor a list of '- claim' lines")
+    return claims
+
+
+def embedding_support(answer: str, passage_vectors: np.ndarray, env: NodeEnv) -> float:
+    """Mean over answer sentences of how closely the best passage restates it, scaled to [0, 1]."""
+    parts = sentences(answer)
+    if not parts or passage_vectors.size == 0:
+        return 0.0
+    vectors = env.services.embeddings(env.context).embed(parts)
+    best = (vectors @ passage_vectors.T).max(axis=1)
+    scaled = np.clip((best - SUPPORT_LOW) / (SUPPORT_HIGH - SUPPORT_LOW), 0.0, 1.0)
+    return float(scaled.mean())
+
+
+def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
+    context = env.context
+    draft = state.get("draft")
+    if draft is None:
+        raise ValueError("check_groundedness ran without a draft answer")
+    passages = list(state.get("passages", []))
+    if draft["kind"] in {"not_found", "clarify"} or not passages:
+        # An honest "not in the documents" or a question back is not a hallucination.
+        return {
+            "draft": Draft(**{**draft, "groundedness": 1.0, "groundedness_parts": {}, "unsupported_claims": []}),
+            "draft_checked": True,
+        }
+    env.progress("check_groundedness", "checking the answer against the passages")
+    texts = [p["text"] for p in passages]
+    knowledge = "\n".join(texts)
+    store = env.services.passage_store(context)
+    vectors = store.embeddings_for([p["chunk_id"] for p in passages])
+    parts: dict[str, float] = {
+        "k_precision": k_precision(draft["text"], knowledge),
+        "rouge_l_precision": rouge_l(draft["text"], knowledge).precision,
+        "embedding_support": embedding_support(draft["text"], vectors, env),
+    }
+    weights = dict(context.groundedness_weights)
+    unsupported: list[str] = []
+    if context.use_llm_groundedness_judge:
+        model = env.services.chat(context, "judge")
+        messages = grounded_messages(
+            passages, state.get("history", []), state["question"], context.groundedness_prompt.format(answer=draft["text"])
+        )
+        try:
+            unsupported = call_parsed(model, messages, parse_unsupported, env.stats, tags=["check_groundedness"])
+            claims = max(1, len(sentences(draft["text"])))
+            parts["llm_judge"] = 1.0 - min(1.0, len(unsupported) / claims)
+        except LLMReplyError as exc:
+            env.stats.notes.append(f"groundedness judge unusable ({exc}); cheap signals only")
+    used = {name: weights.get(name, 0.0) for name in parts}
+    total = sum(used.values()) or 1.0
+    score = sum(parts[name] * weight for name, weight in used.items()) / total
+    env.stats.notes.append(f"groundedness {score:.2f} (threshold {context.groundedness_threshold:.2f})")
+    return {
+        "draft": Draft(
+            **{**draft, "groundedness": round(score, 4), "groundedness_parts": parts, "unsupported_claims": unsupported}
+        ),
+        "draft_checked": True,
+    }

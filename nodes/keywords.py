@@ -1,0 +1,89 @@
+"""ConvRAG's keyword extraction: an LLM with structured output, or an LLM-free lexical extractor."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from pydantic import BaseModel, Field, field_validator
+
+from reground.graph.state import State
+from reground.nodes.common import NodeEnv, format_history
+from reground.prompts import keywords as prompts
+from reground.tools.chat import LLMReplyError, call_structured
+from reground.tools.llm import structured_output_method
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just me more most my
+    myself no nor not now of off on once only or other our ours ourselves out over own same she should so
+    some such than that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves ok okay yes please thanks thank hi hello get got need want know like tell
+    would could may might must shall also still much many one lot let make sure well really""".split()
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]{2,}")
+
+
+class Keywords(BaseModel):
+    """Search keywords for the question."""
+
+    keywords: list[str] = Field(description="2 to 5 search keywords or short noun phrases")
+
+    @field_validator("keywords")
+    @classmethod
+    def _clean(cls, value: list[str]) -> list[str]:
+        cleaned = [k.strip() for k in value if isinstance(k, str) and k.strip() and len(k) < 60]
+        if not cleaned:
+            raise ValueError("no usable keywords")
+        return cleaned[:5]
+
+
+def lexical_keywords(*texts: str, limit: int = 5) -> list[str]:
+    """Content words ranked by frequency across the texts, earlier texts first on ties (no LLM)."""
+    counts: Counter[str] = Counter()
+    first_seen: dict[str, int] = {}
+    for text in texts:
+        for word in _WORD.findall(text.lower()):
+            word = word.strip("'-")
+            if word in STOPWORDS or len(word) < 3:
+                continue
+            counts[word] += 1
+            first_seen.setdefault(word, len(first_seen))
+    ranked = sorted(counts, key=lambda w: (-counts[w], first_seen[w]))
+    return ranked[:limit]
+
+
+def extract_keywords(state: State, env: NodeEnv) -> dict[str, Any]:
+    method = env.context.keyword_method
+    question, standalone = state["question"], state.get("standalone_question", state["question"])
+    history = state.get("history", [])
+    if method == "off":
+        return {"keywords": []}
+    recent = " ".join(turn["text"] for turn in history[-2:])
+    if method == "lexical":
+        return {"keywords": lexical_keywords(standalone, question, recent)}
+    env.progress("extract_keywords", "extracting keywords")
+    model = env.services.chat(env.context, "refiner")
+    messages = [
+        SystemMessage(env.context.keywords_prompt),
+        HumanMessage(
+            prompts.USER.format(history=format_history(history[-4:]), question=question, standalone=standalone)
+        ),
+    ]
+    try:
+        reply = call_structured(
+            model,
+            messages,
+            Keywords,
+            env.stats,
+            method=structured_output_method(env.context.model_for("refiner")),
+            tags=["extract_keywords"],
+        )
+        return {"keywords": reply.keywords}
+    except LLMReplyError as exc:
+        env.stats.notes.append(f"keywords unusable ({exc}); using the lexical extractor")
+        return {"keywords": lexical_keywords(standalone, question, recent)}

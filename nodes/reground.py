@@ -1,0 +1,39 @@
+"""ReGround: after an ungrounded answer, retrieve again with a better query (+Force on the first retry)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+
+from reground.graph.state import State
+from reground.nodes.common import NodeEnv, format_history
+from reground.nodes.keywords import lexical_keywords
+from reground.nodes.refine_question import parse_rewrite
+from reground.tools.chat import LLMReplyError, call_parsed
+from reground.tools.retrieval import history_query
+
+
+def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
+    attempt = state.get("reground_attempts", 0) + 1
+    context = env.context
+    question, history = state["question"], state.get("history", [])
+    forced = history_query(question, history, context.history_token_budget)
+    if attempt == 1:
+        # +Force: the question plus the recent dialogue is the query that retrieved best in ReGround.
+        query, mode = forced, "forced_history"
+    else:
+        env.progress("re_ground", "rewriting the search query with the feedback")
+        model = env.services.chat(context, "refiner")
+        prompt = context.reground_prompt.format(
+            history=format_history(history[-6:]), question=question, previous_query=state.get("retrieval_query", "")
+        )
+        try:
+            query = call_parsed(model, [HumanMessage(prompt)], parse_rewrite, env.stats, tags=["re_ground"])
+            mode = "rewritten"
+        except LLMReplyError as exc:
+            env.stats.notes.append(f"query rewrite unusable ({exc}); widening the history instead")
+            query, mode = history_query(question, history, 3 * context.history_token_budget), "forced_history"
+    env.progress("re_ground", f"re-grounding (attempt {attempt})", query=query)
+    keywords = lexical_keywords(query, question) if context.keyword_method != "off" else []
+    return {"reground_attempts": attempt, "retrieval_query": query, "query_mode": mode, "keywords": keywords}

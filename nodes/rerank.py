@@ -1,0 +1,69 @@
+"""Rerank the candidate paragraphs and keep the top n: score fusion, an LLM listwise judge, or an HTTP cross-encoder."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from reground.graph.state import State
+from reground.nodes.common import NodeEnv, grounded_messages, numbered_lines
+from reground.tools.chat import LLMReplyError, call_parsed
+from reground.tools.rerank_http import rerank_over_http
+from reground.tools.retrieval import fuse_rerank
+from reground.tools.types import Passage
+
+_SCORE = re.compile(r"(\d{1,2}(?:\.\d+)?)")
+
+
+def parse_relevance(text: str, count: int) -> dict[int, float]:
+    """'[n] score' lines (or 'n: 7/10', 'Passage n - score 7') → {n: score in [0, 10]}."""
+    scores: dict[int, float] = {}
+    for number, rest in numbered_lines(text).items():
+        match = _SCORE.search(rest)
+        if 1 <= number <= count and match:
+            scores[number] = min(10.0, max(0.0, float(match.group(1))))
+    if not scores:
+        raise ValueError("no '[number] score' lines found")
+    return scores
+
+
+def _with_scores(passages: list[Passage], scores: dict[int, float], n: int) -> list[Passage]:
+    # Unscored passages keep their retrieval order below the scored ones' equal scores.
+    ranked = sorted(
+        range(len(passages)), key=lambda i: (-scores.get(i + 1, 0.0), i)
+    )
+    kept = []
+    for rank, index in enumerate(ranked[:n], start=1):
+        passage = Passage(**passages[index])
+        passage["rerank_score"] = scores.get(index + 1, 0.0)
+        passage["rank"] = rank
+        kept.append(passage)
+    return kept
+
+
+def rerank(state: State, env: NodeEnv) -> dict[str, Any]:
+    context = env.context
+    candidates = list(state.get("candidates", []))
+    n = context.top_n
+    if context.rerank_method == "off" or len(candidates) <= 1:
+        return {"passages": [Passage(**p, rank=i + 1) for i, p in enumerate(candidates[:n])]}
+    if context.rerank_method == "fusion":
+        return {"passages": fuse_rerank(candidates, n)}
+    query = state.get("retrieval_query") or state["question"]
+    if context.rerank_method == "http":
+        env.progress("rerank", "reranking with the cross-encoder endpoint")
+        scores = rerank_over_http(context.rerank_url, query, [p["text"] for p in candidates])
+        return {"passages": _with_scores(candidates, dict(enumerate(scores, start=1)), n)}
+    env.progress("rerank", "asking the LLM which passages are relevant")
+    model = env.services.chat(context, "judge")
+    messages = grounded_messages(
+        candidates, state.get("history", []), state["question"], context.rerank_prompt.format(question=query)
+    )
+    try:
+        parsed = call_parsed(
+            model, messages, lambda text: parse_relevance(text, len(candidates)), env.stats, tags=["rerank"]
+        )
+    except LLMReplyError as exc:
+        env.stats.notes.append(f"rerank reply unusable ({exc}); using score fusion")
+        return {"passages": fuse_rerank(candidates, n)}
+    return {"passages": _with_scores(candidates, parsed, n)}

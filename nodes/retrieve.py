@@ -1,0 +1,30 @@
+"""Fine-grained retrieval: hybrid document search, then paragraph scoring, always inside the user's scope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reground.graph.state import State
+from reground.nodes.common import NodeEnv
+from reground.tools.retrieval import RetrievalQuery, history_query
+
+
+def retrieve(state: State, env: NodeEnv) -> dict[str, Any]:
+    context = env.context
+    question = state["question"]
+    query_text = state.get("retrieval_query") or state.get("standalone_question") or question
+    query = RetrievalQuery(
+        question=query_text,
+        history_query=history_query(question, state.get("history", []), context.history_token_budget),
+        keywords=tuple(state.get("keywords", [])),
+    )
+    env.progress("retrieve", "searching the documents", query=query_text)
+    candidates = env.services.retriever(context).search(
+        query,
+        where=context.metadata_filter or None,
+        doc_k=context.doc_candidates,
+        paragraph_k=context.paragraph_candidates,
+        paragraph_scoring=context.use_paragraph_scoring,
+    )
+    env.stats.notes.append(f"{len(candidates)} candidates for {state.get('query_mode', 'refined')} query")
+    return {"candidates": candidates}

@@ -1,0 +1,74 @@
+"""Start a turn: split the conversation, enforce budgets, reset per-turn counters, fail fast if the LLM is down."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from reground.graph.state import State
+from reground.nodes.common import NodeEnv
+from reground.tools.chat import message_text
+from reground.tools.tokens import count_tokens, tail_tokens, truncate_tokens
+
+HISTORY_TOKEN_CAP = 3000  # what any prompt of a turn carries of the dialogue at most
+
+
+def _role(message: BaseMessage) -> str | None:
+    if isinstance(message, HumanMessage):
+        return "user"
+    if isinstance(message, AIMessage):
+        return "assistant"
+    return None
+
+
+def start_turn(state: State, env: NodeEnv) -> dict[str, Any]:
+    messages = list(state.get("messages") or [])
+    notes: list[str] = []
+    if not messages or not isinstance(messages[-1], HumanMessage):
+        raise ValueError(
+            "the last message must be the user's question (a 'user'/'human' message); "
+            f"got {type(messages[-1]).__name__ if messages else 'no messages'}"
+        )
+    question = message_text(messages[-1])
+    history = [
+        {"role": role, "text": message_text(m)}
+        for m in messages[:-1]
+        if (role := _role(m)) and not isinstance(m, SystemMessage) and message_text(m)
+    ]
+    if question and count_tokens(question) > env.context.question_token_budget:
+        question = truncate_tokens(question, env.context.question_token_budget)
+        notes.append(f"question cut to {env.context.question_token_budget} tokens")
+    kept: list[dict[str, str]] = []
+    budget = HISTORY_TOKEN_CAP
+    for turn in reversed(history):
+        cost = count_tokens(turn["text"])
+        if cost > budget:
+            if budget > 20:
+                kept.append({"role": turn["role"], "text": tail_tokens(turn["text"], budget)})
+            notes.append(f"history cut to the last {HISTORY_TOKEN_CAP} tokens")
+            break
+        kept.append(turn)
+        budget -= cost
+    history = list(reversed(kept))
+    if question.strip():
+        env.services.chat(env.context, "answer")  # raises LLMUnavailableError naming the URL
+    env.stats.notes.extend(notes)
+    return {
+        "question": question.strip(),
+        "history": history,
+        "standalone_question": question.strip(),
+        "retrieval_query": question.strip(),
+        "query_mode": "refined",
+        "keywords": [],
+        "candidates": [],
+        "passages": [],
+        "judgements": [],
+        "reground_attempts": 0,
+        "refine_iterations": 0,
+        "draft": None,
+        "draft_checked": False,
+        "review": None,
+        "turn_started": time.time(),
+    }

@@ -1,0 +1,1 @@
+"""CLI sub-command groups; `reground.cli` wires them."""

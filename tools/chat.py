@@ -1,0 +1,181 @@
+"""Calling a chat model from a node: usage accounting, one repair retry, clear errors when it is down."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from pydantic import BaseModel, ValidationError
+
+from reground.tools.llm import LLMUnavailableError
+
+T = TypeVar("T")
+SchemaT = TypeVar("SchemaT", bound=BaseModel)
+
+REPAIR_INSTRUCTION = (
+    "Your previous reply could not be used: {problem}. Reply again, following the requested format exactly."
+)
+
+
+class LLMReplyError(ValueError):
+    """The model answered, twice, with something that does not parse; callers take their fallback path."""
+
+
+@dataclass
+class CallStats:
+    """Cost of the LLM calls one node made (for the turn's trace)."""
+
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def add_message(self, message: BaseMessage, seconds: float) -> None:
+        self.llm_calls += 1
+        self.seconds += seconds
+        usage = getattr(message, "usage_metadata", None) or {}
+        self.prompt_tokens += int(usage.get("input_tokens", 0) or 0)
+        self.completion_tokens += int(usage.get("output_tokens", 0) or 0)
+
+    def merge(self, other: CallStats) -> None:
+        self.llm_calls += other.llm_calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.seconds += other.seconds
+        self.notes.extend(other.notes)
+
+
+_CONNECTION_ERRORS = ("APIConnectionError", "ConnectError", "ConnectionError", "APITimeoutError")
+
+
+def _invoke(
+    model: BaseChatModel, messages: Sequence[BaseMessage], stats: CallStats, tags: Sequence[str]
+) -> AIMessage:
+    started = time.perf_counter()
+    try:
+        reply = model.invoke(list(messages), config={"tags": list(tags)})
+    except Exception as exc:
+        if type(exc).__name__ in _CONNECTION_ERRORS:
+            base_url = str(getattr(model, "openai_api_base", "") or "the configured endpoint")
+            raise LLMUnavailableError(
+                f"The chat model at {base_url} did not answer ({type(exc).__name__}). Start the local "
+                "server with `reground llm serve`, or set an OpenAI-compatible endpoint and key "
+                "(REGROUND_CHAT_MODEL=openai:gpt-4o-mini with OPENAI_API_KEY)."
+            ) from exc
+        raise
+    stats.add_message(reply, time.perf_counter() - started)
+    if not isinstance(reply, AIMessage):
+        reply = AIMessage(content=str(reply.content))
+    return reply
+
+
+def message_text(message: BaseMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content.strip()
+    parts = [part if isinstance(part, str) else str(part.get("text", "")) for part in content]
+    return "".join(parts).strip()
+
+
+def call_text(
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    stats: CallStats,
+    *,
+    tags: Sequence[str] = (),
+) -> str:
+    """One plain-text call."""
+    return message_text(_invoke(model, messages, stats, tags))
+
+
+def call_parsed(
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    parse: Callable[[str], T],
+    stats: CallStats,
+    *,
+    tags: Sequence[str] = (),
+) -> T:
+    """A text call whose reply must parse; on failure, one retry with a repair instruction.
+
+    `parse` raises ValueError with a short description of what was wrong. A second failure raises
+    LLMReplyError so the node takes its fallback path instead of crashing.
+    """
+    reply = _invoke(model, messages, stats, tags)
+    try:
+        return parse(message_text(reply))
+    except ValueError as exc:
+        problem = str(exc) or "it did not follow the format"
+        stats.notes.append(f"reply did not parse ({problem}); retried with a repair instruction")
+    repair = [*messages, reply, HumanMessage(REPAIR_INSTRUCTION.format(problem=problem))]
+    second = _invoke(model, repair, stats, tags)
+    try:
+        return parse(message_text(second))
+    except ValueError as exc:
+        raise LLMReplyError(f"unparseable reply after one repair: {exc}") from exc
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """The first JSON object in a reply (models wrap JSON in prose or code fences)."""
+    match = re.search(r"\{.*\}", text, re.DOTALL)
+    if not match:
+        raise ValueError("no JSON object found")
+    try:
+        value = json.loads(match.group(0))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON: {exc.msg}") from exc
+    if not isinstance(value, dict):
+        raise ValueError("JSON is not an object")
+    return value
+
+
+def call_structured(
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    schema: type[SchemaT],
+    stats: CallStats,
+    *,
+    method: str = "function_calling",
+    tags: Sequence[str] = (),
+) -> SchemaT:
+    """Structured output with a method the backend supports; falls back to parsing JSON text.
+
+    Models that cannot bind tools (or return no tool call) are asked for JSON and parsed, with the
+    same single repair retry as call_parsed.
+    """
+    try:
+        bound = model.with_structured_output(schema, method=method, include_raw=True)  # type: ignore[arg-type]
+    except NotImplementedError:
+        bound = None
+    if bound is not None:
+        started = time.perf_counter()
+        try:
+            out: Any = bound.invoke(list(messages), config={"tags": list(tags)})
+        except Exception as exc:
+            if type(exc).__name__ in _CONNECTION_ERRORS:
+                raise LLMUnavailableError(f"The chat model did not answer ({type(exc).__name__}).") from exc
+            out = None
+            stats.notes.append(f"structured call failed ({type(exc).__name__}); parsing JSON text instead")
+        if isinstance(out, dict):
+            raw = out.get("raw")
+            if isinstance(raw, BaseMessage):
+                stats.add_message(raw, time.perf_counter() - started)
+            parsed = out.get("parsed")
+            if isinstance(parsed, schema):
+                return parsed
+            stats.notes.append("structured reply did not validate; parsing JSON text instead")
+
+    def parse(text: str) -> SchemaT:
+        try:
+            return schema.model_validate(parse_json_object(text))
+        except ValidationError as exc:
+            raise ValueError(f"JSON does not match the schema: {exc.errors()[0]['msg']}") from exc
+
+    return call_parsed(model, messages, parse, stats, tags=tags)

@@ -1,0 +1,30 @@
+"""Where reground keeps its data (stores), cache (assembled models) and run state (server URLs)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def data_dir(override: str | os.PathLike[str] | None = None) -> Path:
+    """The store directory: the override, else $REGROUND_DATA_DIR, else ~/.local/share/reground."""
+    raw = str(override) if override else os.environ.get("REGROUND_DATA_DIR", "")
+    path = Path(raw).expanduser() if raw else Path.home() / ".local" / "share" / "reground"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def cache_dir() -> Path:
+    """Assembled model files and seeded tokenizer caches: $REGROUND_CACHE_DIR or ~/.cache/reground."""
+    raw = os.environ.get("REGROUND_CACHE_DIR", "")
+    path = Path(raw).expanduser() if raw else Path.home() / ".cache" / "reground"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def state_dir() -> Path:
+    """Run state (the local LLM server's pid and URL): $REGROUND_STATE_DIR or <cache_dir>/run."""
+    raw = os.environ.get("REGROUND_STATE_DIR", "")
+    path = Path(raw).expanduser() if raw else cache_dir() / "run"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,28 @@
+"""Plain data that crosses tool, node and eval boundaries (JSON-serialisable: it lives in graph state)."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class Chunk(TypedDict):
+    """One stored paragraph-sized chunk of a document, with everything a citation needs."""
+
+    chunk_id: str
+    doc_id: str
+    title: str
+    section: str
+    url: str
+    position: int
+    text: str
+    metadata: dict[str, Any]
+
+
+class Passage(Chunk, total=False):
+    """A retrieved chunk with the scores that ranked it."""
+
+    score: float
+    doc_score: float
+    paragraph_score: float
+    rerank_score: float
+    rank: int
