@@ -1,0 +1,5 @@
+import sys
+
+from reground.cli import main
+
+sys.exit(main())

@@ -1,0 +1,201 @@
+"""`reground ask`, `reground chat` and `reground demo`: conversations from the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+DEMO_COLLECTION = "demo-hr"
+DEMO_SCOPE = {"country": "DE", "employment_type": "full-time"}
+DEMO_TURNS = (
+    "How many days of annual leave do I get per year?",
+    "Can I carry unused days over to next year?",
+    "Until when do I have to use them?",
+)
+
+
+def demo_corpus_path() -> Path:
+    return Path(str(resources.files("reground") / "data" / "hr_policies.jsonl"))
+
+
+def _context(args: argparse.Namespace, **overrides: Any) -> Any:
+    from reground.graph.context import Context
+
+    values: dict[str, Any] = {}
+    if getattr(args, "collection", None):
+        values["collection"] = args.collection
+    if getattr(args, "data_dir", None):
+        values["data_dir"] = args.data_dir
+    if getattr(args, "model", None):
+        values["chat_model"] = args.model
+    if getattr(args, "filter", None):
+        try:
+            values["metadata_filter"] = json.loads(args.filter)
+        except json.JSONDecodeError as exc:
+            raise SystemExit(f"--filter must be a JSON object, e.g. '{{\"country\": \"DE\"}}': {exc}") from exc
+    if getattr(args, "review", None):
+        values["review_mode"] = args.review
+    values.update(overrides)
+    return Context(**values)
+
+
+@contextmanager
+def _sqlite_graph(context: Any) -> Iterator[Any]:
+    """The graph with conversations kept per thread in <data_dir>/threads.sqlite."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from reground.graph.builder import build_graph
+    from reground.tools.paths import data_dir
+
+    path = data_dir(context.data_dir or None) / "threads.sqlite"
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        yield build_graph(checkpointer=saver)
+
+
+def print_result(result: dict[str, Any], *, out: Any = sys.stdout) -> None:
+    print(f"\n{result['answer']}\n", file=out)
+    for c in result.get("citations", []):
+        url = f" <{c['url']}>" if c.get("url") else ""
+        print(f"  [{c['number']}] {c['title']}{url}\n      \u201c{c['quote']}\u201d", file=out)
+    scores = ", ".join(f"{k} {v:.2f}" for k, v in result.get("principle_scores", {}).items())
+    status = "passed" if result["passed"] else f"fallback: {result['fallback_reason']}"
+    print(
+        f"  groundedness {result['groundedness']:.2f} | {scores} | {status} | "
+        f"{result['llm_calls']} LLM calls, {result['seconds']:.1f} s, "
+        f"re-ground {result['reground_attempts']}, refine {result['refine_iterations']}",
+        file=out,
+    )
+
+
+def run_turn(graph: Any, context: Any, thread_id: str, question: str, *, show_progress: bool = True) -> dict[str, Any]:
+    """One turn with progress events printed as they arrive; returns the turn's result."""
+    from reground.graph.builder import run_config
+
+    config = run_config(context, configurable={"thread_id": thread_id})
+    result: dict[str, Any] = {}
+    for mode, chunk in graph.stream(
+        {"messages": [{"role": "user", "content": question}]},
+        config=config,
+        context=context,
+        stream_mode=["custom", "values"],
+    ):
+        if mode == "custom" and show_progress:
+            print(f"  \u00b7 {chunk.get('message', '')}", file=sys.stderr)
+        elif mode == "values" and "result" in chunk:
+            result = chunk["result"]
+    state = graph.get_state(config)
+    if state.interrupts:
+        pending = state.interrupts[0].value
+        print(f"\n[review] proposed answer: {pending['proposed_answer']}", file=sys.stderr)
+        decision = _ask_reviewer()
+        from langgraph.types import Command
+
+        for _ in graph.stream(Command(resume=decision), config=config, context=context, stream_mode="values"):
+            pass
+        result = graph.get_state(config).values["result"]
+    return result
+
+
+def _ask_reviewer() -> dict[str, str]:
+    action = input("approve / edit / reject? ").strip().lower() or "approve"
+    if action == "edit":
+        return {"action": "edit", "answer": input("edited answer: ")}
+    return {"action": action if action in ("approve", "reject") else "approve"}
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    context = _context(args)
+    thread = args.thread or uuid.uuid4().hex
+    with _sqlite_graph(context) as graph:
+        result = run_turn(graph, context, thread, args.question, show_progress=not args.quiet)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_result(result)
+        print(f"  (thread {thread}: pass --thread {thread} to follow up)", file=sys.stderr)
+    return 0
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    context = _context(args)
+    thread = args.thread or uuid.uuid4().hex
+    print(f"reground chat on '{context.collection}' (thread {thread}); empty line or Ctrl-D to quit", file=sys.stderr)
+    with _sqlite_graph(context) as graph:
+        while True:
+            try:
+                question = input("\nyou> ").strip()
+            except EOFError:
+                break
+            if not question:
+                break
+            print_result(run_turn(graph, context, thread, question))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """The README's main job: local LLM up, demo corpus in, a 3-turn conversation, LLM down."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from reground.graph.builder import build_graph
+    from reground.tools import local_server
+    from reground.tools.ingest import ingest
+    from reground.tools.store import PassageStore
+
+    context = _context(args, collection=DEMO_COLLECTION, metadata_filter=DEMO_SCOPE)
+    started_server = False
+    if context.chat_model.startswith("local:") and local_server.status() is None:
+        print(f"starting the local LLM server ({args.llm}) ...", file=sys.stderr)
+        info = local_server.serve(args.llm)
+        started_server = True
+        print(f"  {info.model} at {info.url}", file=sys.stderr)
+    try:
+        store = PassageStore.open(DEMO_COLLECTION, data_dir=context.data_dir or None, create=True)
+        summary = ingest([demo_corpus_path()], store, progress=False)
+        print(f"demo corpus: {summary}", file=sys.stderr)
+        graph = build_graph(checkpointer=InMemorySaver())
+        thread = uuid.uuid4().hex
+        print(f"scope (from the run's context, not the question): {json.dumps(DEMO_SCOPE)}")
+        for number, question in enumerate(DEMO_TURNS, start=1):
+            print(f"\n=== turn {number}: {question}")
+            print_result(run_turn(graph, replace(context), thread, question))
+    finally:
+        if started_server:
+            local_server.stop()
+            print("\nstopped the local LLM server", file=sys.stderr)
+    return 0
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--collection", help="collection to answer from (default: demo-hr)")
+    parser.add_argument("--data-dir", help="store directory (default: $REGROUND_DATA_DIR or ~/.local/share/reground)")
+    parser.add_argument("--model", help="chat model spec, e.g. local:default or openai:gpt-4o-mini")
+    parser.add_argument("--filter", help='the user\'s scope as JSON, e.g. \'{"country": "DE"}\'')
+    parser.add_argument("--thread", help="conversation thread id (kept in <data-dir>/threads.sqlite)")
+    parser.add_argument("--review", choices=("off", "failed", "all"), help="pause for human review")
+
+
+def add_commands(subparsers: Any) -> None:
+    ask = subparsers.add_parser("ask", help="answer one question (follow up with --thread)")
+    ask.add_argument("question")
+    _common(ask)
+    ask.add_argument("--json", action="store_true", help="print the turn's full result as JSON")
+    ask.add_argument("--quiet", action="store_true", help="no progress lines")
+    ask.set_defaults(func=cmd_ask)
+
+    chat = subparsers.add_parser("chat", help="interactive conversation with citations and scores")
+    _common(chat)
+    chat.set_defaults(func=cmd_chat)
+
+    demo = subparsers.add_parser("demo", help="start the local LLM, ingest the demo HR corpus, run 3 turns, stop")
+    demo.add_argument("--llm", default="default", help="local model to serve (default: the measured best trade-off)")
+    demo.add_argument("--data-dir", help="store directory")
+    demo.add_argument("--model", help=argparse.SUPPRESS)
+    demo.set_defaults(func=cmd_demo)
