@@ -1,0 +1,243 @@
+"""Start and stop the real servers the integration tests and benchmarks talk to, always by PID.
+
+`langgraph dev` keeps thread state in `./.langgraph_api/` relative to its working directory, and
+resolves file-form graph paths against it too; langgraph.json names the graphs in module form
+(`reground.graph.builder:graph`), so the server runs from a temporary working directory and never
+writes into the repository. Each server gets a free port picked here; the server's own log is
+checked for that port because `langgraph dev` silently moves to another one when it is taken.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[2]
+LANGGRAPH_CONFIG = REPO / "langgraph.json"
+
+# What keeps `langgraph dev` from phoning home (see shared/notes/offline-stack.md).
+OFFLINE_ENV = {
+    "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+    "LANGGRAPH_NO_VERSION_CHECK": "true",
+    "LANGSMITH_TRACING": "false",
+    "LANGCHAIN_TRACING_V2": "false",
+}
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now (bind to 0 and let the kernel choose)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def wait_ready(
+    url: str, *, process: subprocess.Popen[bytes] | None, log: Path, timeout_s: float
+) -> float:
+    """Poll `url` until it answers 200; fail early (with the log's tail) if the process died."""
+    started = time.monotonic()
+    last_error = ""
+    while time.monotonic() - started < timeout_s:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(
+                f"server process {process.pid} exited with {process.returncode} before {url} was ready; "
+                f"log {log}:\n{_tail(log)}"
+            )
+        try:
+            if httpx.get(url, timeout=2.0).status_code == 200:
+                return time.monotonic() - started
+        except httpx.HTTPError as exc:
+            last_error = repr(exc)
+        time.sleep(0.25)
+    raise TimeoutError(
+        f"{url} not ready after {timeout_s:.0f} s ({last_error}); log {log}:\n{_tail(log)}"
+    )
+
+
+def stop_pid(pid: int, *, grace_s: float = 10.0) -> None:
+    """SIGTERM `pid` (its whole group if it leads one: we start servers in their own session), then SIGKILL."""
+
+    def send(sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, sig)
+            else:
+                os.kill(pid, sig)
+
+    send(signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return
+        time.sleep(0.1)
+    send(signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        finished, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # not our child: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return finished == 0
+
+
+@dataclass
+class LanggraphDev:
+    """One `langgraph dev` process: its URL, PID, working directory (its state) and log."""
+
+    port: int
+    workdir: Path
+    env: dict[str, str]
+    config: Path = LANGGRAPH_CONFIG
+    n_jobs_per_worker: int = 10
+    process: subprocess.Popen[bytes] | None = None
+    log_path: Path = field(init=False)
+    startup_s: float = 0.0
+    _log: IO[bytes] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.log_path = self.workdir / "langgraph-dev.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None, "server not started"
+        return self.process.pid
+
+    def start(self, timeout_s: float = 90.0) -> LanggraphDev:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the process's lifetime
+        command = [
+            str(Path(sys.executable).with_name("langgraph")),
+            "dev",
+            "--no-browser",
+            "--no-reload",  # others edit the repo while tests run: never restart mid-test
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--config",
+            str(self.config),
+            "--n-jobs-per-worker",
+            str(self.n_jobs_per_worker),
+        ]
+        self.process = subprocess.Popen(
+            command,
+            cwd=self.workdir,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.startup_s = wait_ready(
+            f"{self.url}/ok", process=self.process, log=self.log_path, timeout_s=timeout_s
+        )
+        announced = re.findall(r"API: \S*?http://127\.0\.0\.1:(\d+)", _tail(self.log_path, 400))
+        if announced and int(announced[-1]) != self.port:
+            self.stop()
+            raise RuntimeError(
+                f"langgraph dev moved to port {announced[-1]} (asked for {self.port})"
+            )
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            stop_pid(self.process.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def restart(self, timeout_s: float = 90.0) -> LanggraphDev:
+        """Stop and start again on the same port and working directory (so the same saved state)."""
+        self.stop()
+        return self.start(timeout_s)
+
+    def log_text(self) -> str:
+        return (
+            self.log_path.read_text(encoding="utf-8", errors="replace")
+            if self.log_path.exists()
+            else ""
+        )
+
+
+def langgraph_env(
+    extra: Mapping[str, str] | None = None, *, base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The server's environment: the caller's, the offline switches, then `extra`."""
+    env = dict(os.environ if base is None else base)
+    env.update(OFFLINE_ENV)
+    env.update(extra or {})
+    return env
+
+
+def start_langgraph_dev(
+    workdir: Path,
+    extra_env: Mapping[str, str] | None = None,
+    *,
+    port: int | None = None,
+    **kwargs: Any,
+) -> LanggraphDev:
+    """Start `langgraph dev` serving this repo's langgraph.json with `workdir` as its state directory."""
+    server = LanggraphDev(
+        port=port or free_port(), workdir=workdir, env=langgraph_env(extra_env), **kwargs
+    )
+    return server.start()
+
+
+@dataclass
+class LocalLLM:
+    """The local llama.cpp server started through reground's own launcher."""
+
+    url: str
+    pid: int
+    model: str
+
+    def stop(self) -> None:
+        stop_pid(self.pid)
+
+
+def start_local_llm(model: str, state_dir: Path, *, timeout_s: float = 120.0) -> LocalLLM:
+    """Start the local LLM server for `model`, recording its state under `state_dir` (not the user's)."""
+    previous = os.environ.get("REGROUND_STATE_DIR")
+    os.environ["REGROUND_STATE_DIR"] = str(state_dir)
+    try:
+        from reground.tools.local_server import serve
+
+        info = serve(model, port=free_port())
+    finally:
+        if previous is None:
+            os.environ.pop("REGROUND_STATE_DIR", None)
+        else:
+            os.environ["REGROUND_STATE_DIR"] = previous
+    url = str(info.url).rstrip("/")
+    models_url = url + "/models" if url.endswith("/v1") else url + "/v1/models"
+    wait_ready(models_url, process=None, log=state_dir / "llm.log", timeout_s=timeout_s)
+    return LocalLLM(url=url, pid=int(info.pid), model=model)
