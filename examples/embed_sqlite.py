@@ -81,9 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with open_app(args.db) as app:
         earlier = history(app, args.thread, context)
         if earlier:
-            print(
-                f"(thread {args.thread!r} continues: {len(earlier)} earlier messages from {args.db})"
-            )
+            print(f"(thread {args.thread!r} continues: {len(earlier)} earlier messages, {args.db})")
         for question in args.questions:
             result = ask(app, args.thread, question, context)
             print(f"you: {question}\nreground: {result['answer']}")

@@ -2,7 +2,7 @@
 
 Start the servers (see the README), then:
 
-    python examples/remote_graph.py --url http://127.0.0.1:2024 "How many days of annual leave do I get?"
+    python examples/remote_graph.py --url http://127.0.0.1:2024 "How much annual leave do I get?"
 
 `RemoteGraph` has the compiled graph's interface (`invoke`, `stream`, `get_state`); the thread's
 history lives on the server, so each call sends only the new question.

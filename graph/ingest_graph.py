@@ -2,7 +2,8 @@
 
 Like the indexer graph of LangChain's RAG templates, indexing is its own graph next to the
 conversation (`langgraph.json` serves it as `ingest`), so a team can add documents from Studio or
-with the SDK: `client.runs.wait(None, "ingest", input={"documents": [...]}, context={"collection": ...})`.
+with the SDK:
+`client.runs.wait(None, "ingest", input={"documents": [...]}, context={"collection": ...})`.
 Documents come inline (`{"doc_id", "title", "text", "url"?, ...metadata}`; the extra keys are the
 metadata that scopes retrieval, e.g. `company`, `country`) and/or as paths on the server's disk.
 Both go through `reground.tools.ingest.ingest`, the same path as `reground ingest`.
@@ -31,7 +32,7 @@ def _describe(text: str) -> dict[str, str]:
 
 @dataclass(kw_only=True)
 class IngestContext:
-    """Where the ingestion graph writes. Left at their defaults, fields fall back to REGROUND_<FIELD>."""
+    """Where the ingestion graph writes; unset fields fall back to REGROUND_<FIELD>."""
 
     collection: str = field(
         default=_READER["collection"].default,
@@ -42,7 +43,8 @@ class IngestContext:
     data_dir: str = field(
         default="",
         metadata=_describe(
-            "Directory of the persistent store; empty = $REGROUND_DATA_DIR or ~/.local/share/reground."
+            "Directory of the persistent store; empty = $REGROUND_DATA_DIR or "
+            "~/.local/share/reground."
         ),
     )
     chroma_url: str = field(
@@ -205,7 +207,7 @@ def _counts(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_ingest_graph() -> Any:
-    """validate_request → index_documents; compiled without a checkpointer (the server brings its own)."""
+    """validate_request → index_documents, compiled without a checkpointer (the server has one)."""
     builder = StateGraph(
         IngestState,
         input_schema=IngestInput,

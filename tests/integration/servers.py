@@ -59,7 +59,8 @@ def wait_ready(
     while time.monotonic() - started < timeout_s:
         if process is not None and process.poll() is not None:
             raise RuntimeError(
-                f"server process {process.pid} exited with {process.returncode} before {url} was ready; "
+                f"server process {process.pid} exited with {process.returncode} "
+                f"before {url} was ready; "
                 f"log {log}:\n{_tail(log)}"
             )
         try:
@@ -74,7 +75,7 @@ def wait_ready(
 
 
 def stop_pid(pid: int, *, grace_s: float = 10.0) -> None:
-    """SIGTERM `pid` (its whole group if it leads one: we start servers in their own session), then SIGKILL."""
+    """SIGTERM `pid` (its group if it leads one: servers run in their own session), then KILL."""
 
     def send(sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -205,7 +206,7 @@ def start_langgraph_dev(
     port: int | None = None,
     **kwargs: Any,
 ) -> LanggraphDev:
-    """Start `langgraph dev` serving this repo's langgraph.json with `workdir` as its state directory."""
+    """Start `langgraph dev` serving this repo's langgraph.json; `workdir` holds its state."""
     server = LanggraphDev(
         port=port or free_port(), workdir=workdir, env=langgraph_env(extra_env), **kwargs
     )
@@ -225,7 +226,7 @@ class LocalLLM:
 
 
 def start_local_llm(model: str, state_dir: Path, *, timeout_s: float = 120.0) -> LocalLLM:
-    """Start the local LLM server for `model`, recording its state under `state_dir` (not the user's)."""
+    """Start the local LLM server for `model`; its run state goes to `state_dir`, not the user's."""
     previous = os.environ.get("REGROUND_STATE_DIR")
     os.environ["REGROUND_STATE_DIR"] = str(state_dir)
     try:
@@ -241,3 +242,110 @@ def start_local_llm(model: str, state_dir: Path, *, timeout_s: float = 120.0) ->
     models_url = url + "/models" if url.endswith("/v1") else url + "/v1/models"
     wait_ready(models_url, process=None, log=state_dir / "llm.log", timeout_s=timeout_s)
     return LocalLLM(url=url, pid=int(info.pid), model=model)
+
+
+@dataclass
+class Postgres:
+    """A throwaway Postgres cluster (initdb + postgres) on a free port, trust auth, local only."""
+
+    root: Path
+    port: int
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def uri(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres?sslmode=disable"
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            stop_pid(
+                self.process.pid
+            )  # SIGTERM = postgres "smart" shutdown; SIGKILL after the grace
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
+
+
+def postgres_binaries() -> Path | None:
+    """The directory holding initdb and postgres, if this machine has them."""
+    import shutil
+
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).resolve().parent
+    candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    return candidates[-1].parent if candidates else None
+
+
+def start_postgres(root: Path, *, timeout_s: float = 60.0) -> Postgres:
+    """initdb into `root` and start postgres in the foreground (its PID is ours to stop).
+
+    Postgres refuses to run as root: as root, the cluster runs as the `postgres` user (our direct
+    child still, so its PID is the postmaster's).
+    """
+    bindir = postgres_binaries()
+    if bindir is None:
+        raise FileNotFoundError("initdb not found: install postgresql (apt-get install postgresql)")
+    root.mkdir(parents=True, exist_ok=True)
+    as_user: dict[str, Any] = {}
+    if os.geteuid() == 0:
+        import shutil
+
+        shutil.chown(root, user="postgres")
+        as_user = {"user": "postgres", "group": "postgres", "extra_groups": []}
+    data = root / "data"
+    log = root / "postgres.log"
+    with open(log, "ab") as out:
+        subprocess.run(
+            [
+                str(bindir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+            ],
+            check=True,
+            cwd=root,
+            **as_user,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    server = Postgres(root=root, port=free_port())
+    command = [
+        str(bindir / "postgres"),
+        "-D",
+        str(data),
+        "-p",
+        str(server.port),
+        "-k",
+        str(root),
+        "-c",
+        "listen_addresses=127.0.0.1",
+        "-c",
+        "fsync=off",
+    ]
+    server.process = subprocess.Popen(
+        command,
+        cwd=root,
+        stdout=open(log, "ab"),  # noqa: SIM115 - the child keeps it
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        **as_user,
+    )
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        if server.process.poll() is not None:
+            raise RuntimeError(
+                f"postgres exited with {server.process.returncode}; log {log}:\n{_tail(log)}"
+            )
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.settimeout(0.5)
+            if sock.connect_ex(("127.0.0.1", server.port)) == 0:
+                return server
+        time.sleep(0.1)
+    server.stop()
+    raise TimeoutError(
+        f"postgres not accepting connections on {server.port}; log {log}:\n{_tail(log)}"
+    )
