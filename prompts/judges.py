@@ -33,8 +33,8 @@ GEVAL_DIMENSIONS: dict[str, dict[str, str]] = {
     },
     "truthfulness": {
         "criterion": "Truthfulness (1-5): every statement in the answer is supported by the "
-        "passages; nothing is invented or contradicted. Saying that the documents do not contain the answer, "
-        "or asking a clarifying question, is truthful.",
+        "passages; nothing is invented or contradicted. Saying that the documents do not "
+        "contain the answer, or asking a clarifying question, is truthful.",
         "steps": "1. List the statements the answer makes.\n"
         "2. Check each one against the passages.\n"
         "3. Give 1 if the key statements are unsupported or wrong, 5 if all are supported.",
@@ -75,8 +75,8 @@ DEFAULT_RUBRIC = {
 }
 
 RUBRIC_TASK = """###Task: An answer to evaluate, a reference answer that would score 5, and a \
-score rubric are given. Write short feedback that assesses the answer strictly by the rubric, then give \
-an integer score from 1 to 5. End with the line "[RESULT] <score>".
+score rubric are given. Write short feedback that assesses the answer strictly by the rubric, \
+then give an integer score from 1 to 5. End with the line "[RESULT] <score>".
 
 ###Answer to evaluate:
 {answer}
