@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from reground.evals.metrics import METRIC_NAMES, load_metric, metric_path
 
 TEXT_PREDICTIONS = [
