@@ -1,0 +1,633 @@
+"""The answers run: every case through every system, then metrics, judges and a summary.
+
+    reground eval answers --docs docs.jsonl --cases cases_dev.jsonl --limit 100 --seed 7 \
+        --systems naive_rag,reground --out runs/answers
+
+Writes, per system, `OUT/<system>/cases.jsonl` (answer, passages, gold doc in top 3, proxy
+scores, loop counts, LLM calls, tokens, latency, per-case metrics), `OUT/<system>/judges.jsonl`
+when a judge model is given, `OUT/pairwise/<system>__vs__<baseline>.jsonl`, and `OUT/summary.json`.
+A rerun with the same settings skips finished cases (failed ones are retried).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langchain_core.language_models import BaseChatModel
+from reground.evals.baselines import BASELINES, run_baseline
+from reground.evals.datasets import Case, load_cases
+from reground.evals.metrics import MetricUnavailableError, load_metric
+from reground.tools.scoring import k_precision, rouge_l, token_f1, token_recall
+
+# The full graph and its ablations: Context overrides (fields of reground.graph.context.Context).
+GRAPH_SYSTEMS: dict[str, dict[str, Any]] = {
+    "reground": {},
+    "reground-no_refiner": {"use_question_refiner": False},
+    "reground-no_keywords": {"keyword_method": "off", "use_paragraph_scoring": False},
+    "reground-no_rerank": {"rerank_method": "off"},
+    "reground-no_self_check": {"use_self_check": False},
+    "reground-no_reground": {"use_reground": False},
+    "reground-no_refine": {"use_principle_refinement": False},
+}
+SYSTEMS: tuple[str, ...] = (*BASELINES, *GRAPH_SYSTEMS)
+DEFAULT_SYSTEMS = ("naive_rag", "history_rag", "reground")
+JUDGES = ("hallucination", "geval", "rubric", "pairwise")
+TOP_K = 3
+
+CaseRunner = Callable[[Case], dict[str, Any]]
+
+
+class EvalRunError(RuntimeError):
+    """A run cannot go on (bad system name, mismatched out dir, model down); says why."""
+
+
+def parse_systems(text: str | Iterable[str]) -> list[str]:
+    """'a,b,c' or a list → validated system names, in order, without duplicates."""
+    names = [s.strip() for s in (text.split(",") if isinstance(text, str) else text) if s.strip()]
+    unknown = [n for n in names if n not in SYSTEMS]
+    if unknown or not names:
+        raise EvalRunError(f"unknown systems {unknown or names}: choose from {', '.join(SYSTEMS)}")
+    return list(dict.fromkeys(names))
+
+
+# --- files ----------------------------------------------------------------------------------------
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Rows of a JSONL file; a torn last line (a run killed mid-write) is ignored."""
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def latest_by_case(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The last row per case id (a retried case appends a newer row)."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        out[str(row.get("case_id"))] = row
+    return out
+
+
+class _JsonlWriter:
+    """Appends rows from worker threads, flushed per row: a killed run keeps finished cases."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = path.open("a", encoding="utf-8")
+        self._lock = threading.Lock()
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def _progress(items: Sequence[Any], desc: str, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=len(items), desc=desc, unit="case", disable=not enabled, dynamic_ncols=True)
+
+
+def _parallel(
+    items: Sequence[Any], fn: Callable[[Any], None], *, workers: int, desc: str, progress: bool
+) -> None:
+    bar = _progress(items, desc, progress)
+    try:
+        if workers <= 1:
+            for item in items:
+                fn(item)
+                bar.update(1)
+            return
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for future in [pool.submit(fn, item) for item in items]:
+                future.result()
+                bar.update(1)
+    finally:
+        bar.close()
+
+
+# --- one case -------------------------------------------------------------------------------------
+
+
+def _is_fatal(exc: BaseException) -> bool:
+    """A model or store that is down stops the run (every later case would fail the same way)."""
+    return type(exc).__name__ in {
+        "LLMUnavailableError",
+        "CollectionNotFoundError",
+        "EmptyCollectionError",
+    }
+
+
+def case_record(
+    system: str, case: Case, result: Mapping[str, Any], seconds: float
+) -> dict[str, Any]:
+    """What a case's row holds: the answer, its evidence, its cost, and its cheap metrics."""
+    answer = str(result.get("answer") or "")
+    passages = [
+        {
+            "chunk_id": p.get("chunk_id", ""),
+            "doc_id": p.get("doc_id", ""),
+            "title": p.get("title", ""),
+            "text": p.get("text", ""),
+        }
+        for p in result.get("passages") or []
+    ]
+    knowledge = [p["text"] for p in passages]
+    gold = case.gold_answer or ""
+    gold_docs = set(case.gold_doc_ids or [case.gold_doc_id])
+    return {
+        "case_id": case.case_id,
+        "system": system,
+        "question": case.question,
+        "history": list(case.history),
+        "answer": answer,
+        "gold_answer": case.gold_answer,
+        "gold_doc_id": case.gold_doc_id,
+        "passages": passages,
+        "retrieved_doc_ids": [p["doc_id"] for p in passages],
+        "gold_in_top3": bool(gold_docs & {p["doc_id"] for p in passages[:TOP_K]})
+        if passages
+        else False,
+        "groundedness": result.get("groundedness"),
+        "principle_scores": result.get("principle_scores") or {},
+        "passed": result.get("passed"),
+        "fallback_reason": result.get("fallback_reason"),
+        "reground_attempts": int(result.get("reground_attempts") or 0),
+        "refine_iterations": int(result.get("refine_iterations") or 0),
+        "llm_calls": int(result.get("llm_calls") or 0),
+        "prompt_tokens": int(result.get("prompt_tokens") or 0),
+        "completion_tokens": int(result.get("completion_tokens") or 0),
+        "seconds": round(seconds, 4),
+        "metrics": {
+            "token_f1": token_f1(answer, gold),
+            "recall": token_recall(answer, gold),
+            "k_precision": k_precision(answer, knowledge) if knowledge else 0.0,
+            "rouge_l": rouge_l(answer, gold).fmeasure,
+            "words": len(answer.split()),
+        },
+        "error": None,
+    }
+
+
+def _error_record(system: str, case: Case, exc: BaseException, seconds: float) -> dict[str, Any]:
+    return {
+        "case_id": case.case_id,
+        "system": system,
+        "error": f"{type(exc).__name__}: {exc}"[:500],
+        "seconds": round(seconds, 4),
+    }
+
+
+def run_system(
+    system: str,
+    cases: Sequence[Case],
+    runner: CaseRunner,
+    out_dir: Path,
+    *,
+    workers: int = 1,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Run one system's unfinished cases, appending to OUT/<system>/cases.jsonl; all rows back."""
+    path = out_dir / system / "cases.jsonl"
+    done = {cid for cid, row in latest_by_case(read_jsonl(path)).items() if not row.get("error")}
+    todo = [c for c in cases if c.case_id not in done]
+    writer = _JsonlWriter(path)
+    fatal: list[BaseException] = []
+
+    def one(case: Case) -> None:
+        if fatal:
+            return
+        started = time.perf_counter()
+        try:
+            result = runner(case)
+        except Exception as exc:
+            if _is_fatal(exc):
+                fatal.append(exc)
+                return
+            writer.write(_error_record(system, case, exc, time.perf_counter() - started))
+            return
+        writer.write(case_record(system, case, result, time.perf_counter() - started))
+
+    try:
+        _parallel(todo, one, workers=workers, desc=system, progress=progress)
+    finally:
+        writer.close()
+    if fatal:
+        raise EvalRunError(f"system {system!r} stopped: {fatal[0]}") from fatal[0]
+    wanted = {c.case_id for c in cases}
+    return [row for cid, row in latest_by_case(read_jsonl(path)).items() if cid in wanted]
+
+
+# --- systems --------------------------------------------------------------------------------------
+
+
+def graph_messages(case: Case) -> list[dict[str, str]]:
+    """A case as the graph's input messages (dataset 'agent' turns are the assistant's)."""
+    turns = [
+        {"role": "assistant" if t["role"] == "agent" else "user", "content": t["text"]}
+        for t in case.history
+    ]
+    return [*turns, {"role": "user", "content": case.question}]
+
+
+def graph_runner(
+    system: str,
+    *,
+    chat_model: BaseChatModel | None,
+    store: Any,
+    base_context: Mapping[str, Any],
+) -> CaseRunner:
+    """The full graph (or an ablation) as a case runner; the result is the graph's TurnResult."""
+    from reground.graph.builder import build_graph, run_config
+    from reground.graph.context import Context
+
+    context = dataclasses.replace(Context(**base_context), **GRAPH_SYSTEMS[system])
+    graph = build_graph(chat_model=chat_model, store=store)
+
+    def run(case: Case) -> dict[str, Any]:
+        out = graph.invoke(
+            {"messages": graph_messages(case)}, context=context, config=run_config(context)
+        )
+        return dict(out["result"])
+
+    return run
+
+
+def baseline_runner(system: str, *, chat_model: BaseChatModel, store: Any) -> CaseRunner:
+    retriever = None
+    if system != "no_retrieval":
+        from reground.tools.retrieval import HybridRetriever
+
+        retriever = HybridRetriever(store)
+
+    def run(case: Case) -> dict[str, Any]:
+        return run_baseline(
+            system, chat_model, retriever, history=case.history, question=case.question
+        )
+
+    return run
+
+
+def corpus_collection(docs_path: Path) -> str:
+    """A collection per corpus content: a changed corpus is never answered from stale chunks."""
+    digest = hashlib.sha1(docs_path.read_bytes()).hexdigest()[:12]
+    return f"eval-{docs_path.stem[:40]}-{digest}"
+
+
+def open_eval_store(docs_path: Path, data_dir: str | Path | None, *, progress: bool = True) -> Any:
+    """The store of the corpus (ingested on first use, reused after)."""
+    from reground.tools.ingest import ingest
+    from reground.tools.store import PassageStore
+
+    store = PassageStore.open(corpus_collection(docs_path), data_dir=data_dir, create=True)
+    if store.count() == 0:
+        summary = ingest([docs_path], store, progress=progress)
+        errors = getattr(summary, "errors", None)
+        if errors:
+            raise EvalRunError(f"ingesting {docs_path} failed: {errors[:3]}")
+    return store
+
+
+def _load_model(spec: str) -> BaseChatModel:
+    from reground.tools.llm import ensure_reachable, load_chat_model
+
+    ensure_reachable(spec)
+    model: BaseChatModel = load_chat_model(spec, temperature=0.0, max_tokens=160)
+    return model
+
+
+# --- metrics, judges and the summary --------------------------------------------------------------
+
+
+def _mean(values: Iterable[float | int | None]) -> float | None:
+    kept = [float(v) for v in values if v is not None]
+    return float(np.mean(kept)) if kept else None
+
+
+def _percentile(values: Sequence[float], q: float) -> float | None:
+    return float(np.percentile(values, q)) if values else None
+
+
+def corpus_metrics(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The reference metrics of finished rows, through the project's evaluate modules."""
+    if not rows:
+        return {}
+    predictions = [str(r["answer"]) for r in rows]
+    references = [str(r.get("gold_answer") or "") for r in rows]
+    knowledge = [[p["text"] for p in r["passages"]] or [""] for r in rows]
+    out: dict[str, Any] = {}
+    out["token_f1"] = load_metric("token_f1").compute(
+        predictions=predictions, references=references
+    )["token_f1"]
+    rk = load_metric("recall_kprecision").compute(
+        predictions=predictions, references=references, knowledge=knowledge
+    )
+    out.update(recall=rk["recall"], k_precision=rk["k_precision"])
+    rouge = load_metric("rouge").compute(predictions=predictions, references=references)
+    out.update(rouge1=rouge["rouge1"], rouge2=rouge["rouge2"], rougeL=rouge["rougeL"])
+    out.update(load_metric("bleu").compute(predictions=predictions, references=references))
+    out["sacrebleu"] = load_metric("sacrebleu").compute(
+        predictions=predictions, references=references
+    )["score"]
+    try:
+        out["meteor"] = load_metric("meteor").compute(
+            predictions=predictions, references=references
+        )["meteor"]
+    except MetricUnavailableError as exc:
+        out["meteor"] = None
+        out["meteor_skipped"] = str(exc)
+    return out
+
+
+def system_summary(
+    rows: Sequence[Mapping[str, Any]], judges: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
+    """Everything the report tables show for one system."""
+    ok = [r for r in rows if not r.get("error")]
+    seconds = [float(r["seconds"]) for r in ok]
+    summary: dict[str, Any] = {
+        "n_cases": len(rows),
+        "n_errors": len(rows) - len(ok),
+        **corpus_metrics(ok),
+        "words": _mean(r["metrics"]["words"] for r in ok),
+        "gold_in_top3": _mean(float(r["gold_in_top3"]) for r in ok),
+        "llm_calls": _mean(r["llm_calls"] for r in ok),
+        "prompt_tokens": _mean(r["prompt_tokens"] for r in ok),
+        "completion_tokens": _mean(r["completion_tokens"] for r in ok),
+        "latency_median_s": _percentile(seconds, 50),
+        "latency_p90_s": _percentile(seconds, 90),
+        "reground_attempts": _mean(r["reground_attempts"] for r in ok),
+        "refine_iterations": _mean(r["refine_iterations"] for r in ok),
+        "groundedness": _mean(r.get("groundedness") for r in ok),
+        "passed": _mean(None if r.get("passed") is None else float(r["passed"]) for r in ok),
+        "fallbacks": sum(1 for r in ok if r.get("fallback_reason")),
+    }
+    if judges:
+        from reground.evals.judges import summarize_values
+
+        halluc = summarize_values(j.get("hallucination") for j in judges if "hallucination" in j)
+        if halluc["n"] or halluc["unparseable"]:
+            summary["hallucination_rate"] = halluc["mean"]
+            summary["hallucination_unparseable"] = halluc["unparseable"]
+        for dim in sorted({d for j in judges for d in (j.get("geval") or {})}):
+            values = summarize_values(
+                (j.get("geval") or {}).get(dim) for j in judges if j.get("geval")
+            )
+            summary[f"geval_{dim}"] = values["mean"]
+            summary[f"geval_{dim}_unparseable"] = values["unparseable"]
+        rubric = summarize_values(j.get("rubric") for j in judges if "rubric" in j)
+        if rubric["n"] or rubric["unparseable"]:
+            summary["rubric"] = rubric["mean"]
+            summary["rubric_unparseable"] = rubric["unparseable"]
+    return summary
+
+
+def run_judges(
+    system: str,
+    rows: Sequence[Mapping[str, Any]],
+    judge_model: BaseChatModel,
+    out_dir: Path,
+    *,
+    judges: Sequence[str] = ("hallucination", "geval", "rubric"),
+    workers: int = 1,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Reference-free judges (and the rubric with the gold reply) per finished case; resumable."""
+    from reground.evals import judges as J
+
+    path = out_dir / system / "judges.jsonl"
+    done = set(latest_by_case(read_jsonl(path)))
+    todo = [r for r in rows if not r.get("error") and r["case_id"] not in done]
+    writer = _JsonlWriter(path)
+
+    def one(row: Mapping[str, Any]) -> None:
+        kw = {
+            "history": row["history"],
+            "question": row["question"],
+            "answer": row["answer"],
+            "passages": [p["text"] for p in row["passages"]],
+        }
+        out: dict[str, Any] = {"case_id": row["case_id"], "system": system}
+        if "hallucination" in judges:
+            verdict = J.hallucination(judge_model, **kw)
+            out.update(hallucination=verdict.value, hallucination_raw=verdict.raw[:500])
+        if "geval" in judges:
+            out["geval"] = {d: j.value for d, j in J.geval(judge_model, **kw).items()}
+        if "rubric" in judges:
+            out["rubric"] = J.rubric_score(
+                judge_model, reference=row.get("gold_answer"), **kw
+            ).value
+        writer.write(out)
+
+    try:
+        _parallel(todo, one, workers=workers, desc=f"judge {system}", progress=progress)
+    finally:
+        writer.close()
+    wanted = {r["case_id"] for r in rows}
+    return [j for cid, j in latest_by_case(read_jsonl(path)).items() if cid in wanted]
+
+
+def run_pairwise(
+    system: str,
+    baseline: str,
+    rows: Mapping[str, Mapping[str, Any]],
+    base_rows: Mapping[str, Mapping[str, Any]],
+    judge_model: BaseChatModel,
+    out_dir: Path,
+    *,
+    workers: int = 1,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Pairwise judge (both orders) of `system` (A) against `baseline` (B) on their common cases."""
+    from reground.evals import judges as J
+
+    path = out_dir / "pairwise" / f"{system}__vs__{baseline}.jsonl"
+    done = set(latest_by_case(read_jsonl(path)))
+    common = [
+        cid
+        for cid in rows
+        if cid in base_rows and not rows[cid].get("error") and not base_rows[cid].get("error")
+    ]
+    writer = _JsonlWriter(path)
+
+    def one(cid: str) -> None:
+        a, b = rows[cid], base_rows[cid]
+        passages = list(dict.fromkeys(p["text"] for p in [*a["passages"], *b["passages"]]))
+        j = J.pairwise(
+            judge_model,
+            history=a["history"],
+            question=a["question"],
+            answer_a=a["answer"],
+            answer_b=b["answer"],
+            passages=passages,
+        )
+        writer.write({"case_id": cid, **dataclasses.asdict(j)})
+
+    try:
+        _parallel(
+            [c for c in common if c not in done],
+            one,
+            workers=workers,
+            desc=f"pairwise {system}",
+            progress=progress,
+        )
+    finally:
+        writer.close()
+    judged = [j for cid, j in latest_by_case(read_jsonl(path)).items() if cid in set(common)]
+    return {"a": system, "b": baseline, **J.summarize_pairwise(judged)}
+
+
+# --- the run --------------------------------------------------------------------------------------
+
+
+def _check_config(out_dir: Path, config: dict[str, Any]) -> None:
+    """A rerun must use the same cases and models, or finished rows would mix with others."""
+    path = out_dir / "config.json"
+    keys = ("cases", "docs", "limit", "seed", "chat_model")
+    if path.is_file():
+        old = json.loads(path.read_text(encoding="utf-8"))
+        changed = [k for k in keys if old.get(k) != config.get(k)]
+        if changed:
+            raise EvalRunError(
+                f"{out_dir} holds a run with other settings ({', '.join(changed)} differ): "
+                "pass a new --out directory, or delete it to start over"
+            )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    old_systems = (
+        json.loads(path.read_text(encoding="utf-8")).get("systems", []) if path.is_file() else []
+    )
+    merged = {**config, "systems": list(dict.fromkeys([*old_systems, *config["systems"]]))}
+    path.write_text(json.dumps(merged, indent=2), encoding="utf-8")
+
+
+def run_answers_eval(
+    docs: str | Path,
+    cases: str | Path,
+    *,
+    systems: Sequence[str] | str = DEFAULT_SYSTEMS,
+    limit: int | None = 100,
+    seed: int | None = 0,
+    out_dir: str | Path,
+    chat_model_spec: str = "local:default",
+    judge_model_spec: str | None = None,
+    workers: int = 1,
+    data_dir: str | Path | None = None,
+    judges: Sequence[str] = JUDGES,
+    pairwise_baseline: str = "naive_rag",
+    chat_model: BaseChatModel | None = None,
+    judge_model: BaseChatModel | None = None,
+    store: Any | None = None,
+    context_overrides: Mapping[str, Any] | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run the systems over a seeded sample of cases with a gold answer; returns the summary.
+
+    `chat_model` / `judge_model` / `store` are instances that replace the specs (tests, notebooks).
+    """
+    docs_path, cases_path, out = Path(docs), Path(cases), Path(out_dir)
+    names = parse_systems(systems)
+    for path, what in ((docs_path, "documents"), (cases_path, "cases")):
+        if not path.is_file():
+            raise EvalRunError(f"{what} file not found: {path}")
+    bad_judges = [j for j in judges if j not in JUDGES]
+    if bad_judges:
+        raise EvalRunError(f"unknown judges {bad_judges}: choose from {', '.join(JUDGES)}")
+    selected = load_cases(cases_path, limit=limit, seed=seed, only_with_answer=True)
+    config = {
+        "docs": str(docs_path.resolve()),
+        "cases": str(cases_path.resolve()),
+        "limit": limit,
+        "seed": seed,
+        "chat_model": chat_model_spec
+        if chat_model is None
+        else f"instance:{type(chat_model).__name__}",
+        "judge_model": judge_model_spec
+        if judge_model is None
+        else f"instance:{type(judge_model).__name__}",
+        "systems": names,
+        "n_cases": len(selected),
+        "context_overrides": dict(context_overrides or {}),
+    }
+    _check_config(out, config)
+
+    needs_store = any(n != "no_retrieval" for n in names)
+    if store is None and needs_store:
+        store = open_eval_store(docs_path, data_dir, progress=progress)
+    model = chat_model if chat_model is not None else _load_model(chat_model_spec)
+    collection = getattr(store, "collection", None) or getattr(store, "name", None)
+    base_context: dict[str, Any] = {"chat_model": chat_model_spec, **dict(context_overrides or {})}
+    if isinstance(collection, str) and len(collection) >= 3:
+        base_context["collection"] = collection
+    if data_dir:
+        base_context["data_dir"] = str(data_dir)
+
+    all_rows: dict[str, list[dict[str, Any]]] = {}
+    for name in names:
+        if name in GRAPH_SYSTEMS:
+            runner = graph_runner(
+                name, chat_model=chat_model, store=store, base_context=base_context
+            )
+        else:
+            runner = baseline_runner(name, chat_model=model, store=store)
+        all_rows[name] = run_system(name, selected, runner, out, workers=workers, progress=progress)
+
+    judged: dict[str, list[dict[str, Any]]] = {}
+    pairwise: dict[str, Any] = {}
+    if judge_model is not None or judge_model_spec:
+        jm = judge_model if judge_model is not None else _load_model(str(judge_model_spec))
+        per_case = [j for j in judges if j != "pairwise"]
+        if per_case:
+            for name in names:
+                judged[name] = run_judges(
+                    name,
+                    all_rows[name],
+                    jm,
+                    out,
+                    judges=per_case,
+                    workers=workers,
+                    progress=progress,
+                )
+        if "pairwise" in judges and pairwise_baseline in all_rows:
+            base = latest_by_case(all_rows[pairwise_baseline])
+            for name in names:
+                if name == pairwise_baseline:
+                    continue
+                pairwise[f"{name} vs {pairwise_baseline}"] = run_pairwise(
+                    name,
+                    pairwise_baseline,
+                    latest_by_case(all_rows[name]),
+                    base,
+                    jm,
+                    out,
+                    workers=workers,
+                    progress=progress,
+                )
+
+    summary = {
+        "kind": "answers",
+        "config": config,
+        "systems": {name: system_summary(all_rows[name], judged.get(name, ())) for name in names},
+        "pairwise": pairwise,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return summary

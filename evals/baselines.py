@@ -1,0 +1,131 @@
+"""The systems reground is compared with: one answer call each, costed the way the graph costs
+itself.
+
+- `no_retrieval`: the conversation alone.
+- `naive_rag`: retrieval with the question only, top-3 passages, one answer call.
+- `history_rag`: retrieval with the question plus the last ~100 tokens of dialogue (ReGround's
+  DH_tokens query), top-3 passages, one answer call.
+
+Retrieval is the same LLM-free stack the graph uses (`HybridRetriever`), so the comparison
+isolates what the graph adds: refinement, keywords, rerank, self-check and the two loops. Every
+baseline returns a dict shaped like the graph's `TurnResult`, with LLM calls and tokens counted
+from the AIMessage usage metadata through the same `CallStats` the nodes use.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
+from reground.nodes.common import format_conversation, format_passages
+from reground.prompts import baselines as prompts
+from reground.tools.chat import CallStats, call_text
+from reground.tools.retrieval import HybridRetriever, RetrievalQuery, history_query
+from reground.tools.scoring import principle_scores
+from reground.tools.types import Passage
+
+BASELINES = ("no_retrieval", "naive_rag", "history_rag")
+TOP_K = 3
+HISTORY_TOKENS = 100
+
+
+def _turns(history: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    """Dataset turns (role user|agent) as the graph's history (role user|assistant)."""
+    return [
+        {
+            "role": "assistant" if t.get("role") in ("agent", "assistant") else "user",
+            "text": str(t.get("text", "")),
+        }
+        for t in history
+    ]
+
+
+def _result(
+    answer: str,
+    passages: list[Passage],
+    stats: CallStats,
+    started: float,
+    history: Sequence[Mapping[str, str]],
+    question: str,
+) -> dict[str, Any]:
+    recent = " ".join(str(t.get("text", "")) for t in history[-2:])
+    return {
+        "answer": answer,
+        "citations": [],
+        "passages": passages,
+        "groundedness": None,
+        "principle_scores": principle_scores(
+            answer, [p["text"] for p in passages], f"{question} {recent}"
+        ),
+        "passed": None,
+        "fallback_reason": None,
+        "reground_attempts": 0,
+        "refine_iterations": 0,
+        "llm_calls": stats.llm_calls,
+        "prompt_tokens": stats.prompt_tokens,
+        "completion_tokens": stats.completion_tokens,
+        "seconds": round(time.perf_counter() - started, 4),
+    }
+
+
+def no_retrieval(
+    model: BaseChatModel, *, history: Sequence[Mapping[str, str]], question: str
+) -> dict[str, Any]:
+    """Answer from the dialogue alone."""
+    started, stats = time.perf_counter(), CallStats()
+    prompt = prompts.NO_RETRIEVAL.format(
+        conversation=format_conversation(_turns(history), question)
+    )
+    answer = call_text(model, [HumanMessage(prompt)], stats, tags=["baseline"])
+    return _result(answer, [], stats, started, history, question)
+
+
+def rag(
+    model: BaseChatModel,
+    retriever: HybridRetriever,
+    *,
+    history: Sequence[Mapping[str, str]],
+    question: str,
+    use_history: bool,
+    k: int = TOP_K,
+    history_tokens: int = HISTORY_TOKENS,
+    where: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Retrieve k passages (question only, or question + recent dialogue), then one answer call."""
+    started, stats = time.perf_counter(), CallStats()
+    turns = _turns(history)
+    query_text = history_query(question, turns, history_tokens) if use_history else question
+    passages = retriever.search(
+        RetrievalQuery(question=question, history_query=query_text),
+        where=where,
+        doc_k=k,
+        paragraph_k=k,
+    )
+    prompt = prompts.RAG.format(
+        passages=format_passages(passages), conversation=format_conversation(turns, question)
+    )
+    answer = call_text(model, [HumanMessage(prompt)], stats, tags=["baseline"])
+    return _result(answer, passages, stats, started, history, question)
+
+
+def run_baseline(
+    name: str,
+    model: BaseChatModel,
+    retriever: HybridRetriever | None,
+    *,
+    history: Sequence[Mapping[str, str]],
+    question: str,
+) -> dict[str, Any]:
+    """One case through one baseline by name."""
+    if name == "no_retrieval":
+        return no_retrieval(model, history=history, question=question)
+    if name not in ("naive_rag", "history_rag"):
+        raise ValueError(f"unknown baseline {name!r}: expected one of {', '.join(BASELINES)}")
+    if retriever is None:
+        raise ValueError(f"baseline {name!r} needs a retriever over the document store")
+    return rag(
+        model, retriever, history=history, question=question, use_history=name == "history_rag"
+    )

@@ -1,0 +1,102 @@
+"""ReGround's threshold calibration, without gold answers: the groundedness threshold is the value
+that 95% of answers whose retrieval was correct exceed (the 5th percentile of their groundedness).
+
+    reground eval calibrate --run runs/answers [--system reground] [--also-repo]
+
+Writes `<data_dir>/calibration.json`, which the graph's Context reads as its default threshold
+(`read_calibrated_threshold`), and optionally `evals/results/calibration.json` for the record.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from reground.evals.answers import latest_by_case, read_jsonl
+from reground.tools.paths import data_dir as default_data_dir
+
+CALIBRATION_FILE = "calibration.json"
+REPO_RESULTS = Path(__file__).resolve().parent / "results"
+PERCENTILE = 5.0
+
+
+class CalibrationError(ValueError):
+    """The run cannot calibrate (no scores, no correct retrievals); the message says what to run."""
+
+
+def calibrated_threshold(
+    rows: Sequence[Mapping[str, Any]], percentile: float = PERCENTILE
+) -> dict[str, Any]:
+    """The threshold and what it was computed from, over rows with the gold document retrieved."""
+    scored = [r for r in rows if not r.get("error") and r.get("groundedness") is not None]
+    correct = [float(r["groundedness"]) for r in scored if r.get("gold_in_top3")]
+    wrong = [float(r["groundedness"]) for r in scored if not r.get("gold_in_top3")]
+    if not correct:
+        raise CalibrationError(
+            "no answers with a groundedness score and the gold document retrieved: run "
+            "`reground eval answers --systems reground ...` on the dev cases first"
+        )
+    threshold = float(np.percentile(correct, percentile))
+    return {
+        "groundedness_threshold": round(threshold, 4),
+        "percentile": percentile,
+        "n_correct_retrieval": len(correct),
+        "n_wrong_retrieval": len(wrong),
+        "mean_groundedness_correct": float(np.mean(correct)),
+        "mean_groundedness_wrong": float(np.mean(wrong)) if wrong else None,
+        # How many wrong retrievals the threshold would send back to re-grounding.
+        "wrong_below_threshold": (sum(g < threshold for g in wrong) / len(wrong))
+        if wrong
+        else None,
+    }
+
+
+def calibrate_run(
+    run_dir: str | Path,
+    *,
+    system: str = "reground",
+    data_dir: str | Path | None = None,
+    also_repo: bool = False,
+    percentile: float = PERCENTILE,
+) -> dict[str, Any]:
+    """Calibrate from an answers run and write the config file(s); returns what was written."""
+    run = Path(run_dir)
+    path = run / system / "cases.jsonl"
+    if not path.is_file():
+        raise CalibrationError(
+            f"{path} not found: run `reground eval answers --systems {system} --out {run}` first"
+        )
+    rows = list(latest_by_case(read_jsonl(path)).values())
+    result = {
+        **calibrated_threshold(rows, percentile),
+        "system": system,
+        "run": str(run.resolve()),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    targets = [default_data_dir(data_dir) / CALIBRATION_FILE]
+    if also_repo:
+        REPO_RESULTS.mkdir(parents=True, exist_ok=True)
+        targets.append(REPO_RESULTS / CALIBRATION_FILE)
+    for target in targets:
+        target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    result["written"] = [str(t) for t in targets]
+    return result
+
+
+def read_calibrated_threshold(path: str | Path | None = None) -> float | None:
+    """The calibrated groundedness threshold, or None when there is no (valid) calibration file.
+
+    Default path: `<data_dir>/calibration.json` ($REGROUND_DATA_DIR or ~/.local/share/reground).
+    """
+    file = Path(path) if path else default_data_dir() / CALIBRATION_FILE
+    try:
+        value = json.loads(file.read_text(encoding="utf-8")).get("groundedness_threshold")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        return None
+    return float(value)
