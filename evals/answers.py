@@ -12,21 +12,22 @@ A rerun with the same settings skips finished cases (failed ones are retried).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from langchain_core.language_models import BaseChatModel
 from reground.evals.baselines import BASELINES, run_baseline
 from reground.evals.datasets import Case, load_cases
 from reground.evals.metrics import MetricUnavailableError, load_metric
 from reground.tools.scoring import k_precision, rouge_l, token_f1, token_recall
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 # The full graph and its ablations: Context overrides (fields of reground.graph.context.Context).
 GRAPH_SYSTEMS: dict[str, dict[str, Any]] = {
@@ -130,12 +131,10 @@ def _parallel(
 
 
 def _is_fatal(exc: BaseException) -> bool:
-    """A model or store that is down stops the run (every later case would fail the same way)."""
-    return type(exc).__name__ in {
-        "LLMUnavailableError",
-        "CollectionNotFoundError",
-        "EmptyCollectionError",
-    }
+    """A model or store that is down, or a broken install, stops the run (every later case would
+    fail the same way)."""
+    fatal = {"LLMUnavailableError", "CollectionNotFoundError", "EmptyCollectionError"}
+    return isinstance(exc, ImportError) or type(exc).__name__ in fatal
 
 
 def case_record(
@@ -286,26 +285,6 @@ def baseline_runner(system: str, *, chat_model: BaseChatModel, store: Any) -> Ca
         )
 
     return run
-
-
-def corpus_collection(docs_path: Path) -> str:
-    """A collection per corpus content: a changed corpus is never answered from stale chunks."""
-    digest = hashlib.sha1(docs_path.read_bytes()).hexdigest()[:12]
-    return f"eval-{docs_path.stem[:40]}-{digest}"
-
-
-def open_eval_store(docs_path: Path, data_dir: str | Path | None, *, progress: bool = True) -> Any:
-    """The store of the corpus (ingested on first use, reused after)."""
-    from reground.tools.ingest import ingest
-    from reground.tools.store import PassageStore
-
-    store = PassageStore.open(corpus_collection(docs_path), data_dir=data_dir, create=True)
-    if store.count() == 0:
-        summary = ingest([docs_path], store, progress=progress)
-        errors = getattr(summary, "errors", None)
-        if errors:
-            raise EvalRunError(f"ingesting {docs_path} failed: {errors[:3]}")
-    return store
 
 
 def _load_model(spec: str) -> BaseChatModel:
@@ -538,6 +517,7 @@ def run_answers_eval(
     judge_model: BaseChatModel | None = None,
     store: Any | None = None,
     context_overrides: Mapping[str, Any] | None = None,
+    chunk_tokens: int = 160,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Run the systems over a seeded sample of cases with a gold answer; returns the summary.
@@ -570,14 +550,14 @@ def run_answers_eval(
     }
     _check_config(out, config)
 
-    needs_store = any(n != "no_retrieval" for n in names)
-    if store is None and needs_store:
-        store = open_eval_store(docs_path, data_dir, progress=progress)
-    model = chat_model if chat_model is not None else _load_model(chat_model_spec)
-    collection = getattr(store, "collection", None) or getattr(store, "name", None)
     base_context: dict[str, Any] = {"chat_model": chat_model_spec, **dict(context_overrides or {})}
-    if isinstance(collection, str) and len(collection) >= 3:
-        base_context["collection"] = collection
+    if store is None and any(n != "no_retrieval" for n in names):
+        # The same collection as `reground eval retrieval` (one per corpus content and chunk size).
+        from reground.evals.retrieval import collection_name, open_eval_store
+
+        store = open_eval_store(docs_path, data_dir=data_dir, max_tokens=chunk_tokens)
+        base_context["collection"] = collection_name(docs_path, chunk_tokens)
+    model = chat_model if chat_model is not None else _load_model(chat_model_spec)
     if data_dir:
         base_context["data_dir"] = str(data_dir)
 

@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
-from reground.nodes.common import format_conversation, format_passages
 from reground.prompts import baselines as prompts
-from reground.tools.chat import CallStats, call_text
-from reground.tools.retrieval import HybridRetriever, RetrievalQuery, history_query
 from reground.tools.scoring import principle_scores
-from reground.tools.types import Passage
+
+if (
+    TYPE_CHECKING
+):  # LangChain and the retrieval stack load on first use: `reground --help` stays quick
+    from langchain_core.language_models import BaseChatModel
+    from reground.tools.chat import CallStats
+    from reground.tools.retrieval import HybridRetriever
+    from reground.tools.types import Passage
 
 BASELINES = ("no_retrieval", "naive_rag", "history_rag")
 TOP_K = 3
@@ -75,6 +77,10 @@ def no_retrieval(
     model: BaseChatModel, *, history: Sequence[Mapping[str, str]], question: str
 ) -> dict[str, Any]:
     """Answer from the dialogue alone."""
+    from langchain_core.messages import HumanMessage
+    from reground.nodes.common import format_conversation
+    from reground.tools.chat import CallStats, call_text
+
     started, stats = time.perf_counter(), CallStats()
     prompt = prompts.NO_RETRIEVAL.format(
         conversation=format_conversation(_turns(history), question)
@@ -95,6 +101,11 @@ def rag(
     where: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Retrieve k passages (question only, or question + recent dialogue), then one answer call."""
+    from langchain_core.messages import HumanMessage
+    from reground.nodes.common import format_conversation, format_passages
+    from reground.tools.chat import CallStats, call_text
+    from reground.tools.retrieval import RetrievalQuery, history_query
+
     started, stats = time.perf_counter(), CallStats()
     turns = _turns(history)
     query_text = history_query(question, turns, history_tokens) if use_history else question

@@ -1,0 +1,381 @@
+"""The evaluation report: `OUT/report.md` with tables and PNG plots from retrieval and answers runs.
+
+    reground eval report --runs runs/retrieval runs/answers --out runs/report
+
+A run directory is recognised by its `summary.json`: a retrieval run has `recall@k` per system,
+an answers run has `"kind": "answers"` and per-system `<system>/cases.jsonl` files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from reground.evals.answers import latest_by_case, read_jsonl
+from reground.evals.correlation import FINALS, PROXIES, correlation_report
+
+ANSWER_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    # (summary key, column title, format)
+    ("n_cases", "cases", "d"),
+    ("gold_in_top3", "gold doc in top 3", ".3f"),
+    ("token_f1", "token F1", ".3f"),
+    ("k_precision", "K-Precision", ".3f"),
+    ("recall", "Recall", ".3f"),
+    ("rougeL", "ROUGE-L", ".3f"),
+    ("bleu1", "BLEU-1", ".3f"),
+    ("bleu4", "BLEU-4", ".3f"),
+    ("sacrebleu", "SacreBLEU", ".2f"),
+    ("meteor", "METEOR", ".3f"),
+    ("words", "words", ".1f"),
+    ("llm_calls", "LLM calls", ".2f"),
+    ("latency_median_s", "median s", ".2f"),
+    ("latency_p90_s", "p90 s", ".2f"),
+    ("hallucination_rate", "hallucination rate", ".3f"),
+)
+LOOP_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("reground_attempts", "re-ground attempts (mean)", ".2f"),
+    ("refine_iterations", "refine iterations (mean)", ".2f"),
+    ("groundedness", "groundedness (mean)", ".3f"),
+    ("passed", "passed", ".3f"),
+    ("fallbacks", "fallbacks", "d"),
+    ("prompt_tokens", "prompt tokens (mean)", ".0f"),
+    ("completion_tokens", "completion tokens (mean)", ".0f"),
+    ("n_errors", "errors", "d"),
+)
+BAR_METRICS = (
+    ("token_f1", "token F1"),
+    ("k_precision", "K-Precision"),
+    ("recall", "Recall"),
+    ("rougeL", "ROUGE-L"),
+    ("meteor", "METEOR"),
+    ("bleu1", "BLEU-1"),
+)
+
+
+class ReportError(ValueError):
+    """A run directory cannot be read; the message names it and what it should contain."""
+
+
+# --- reading runs ---------------------------------------------------------------------------------
+
+
+def _load_summary(run: Path) -> dict[str, Any]:
+    path = run / "summary.json"
+    if not path.is_file():
+        raise ReportError(
+            f"{path} not found: pass directories written by `reground eval retrieval|answers`"
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path} is not valid JSON ({exc.msg})") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("systems"), dict):
+        raise ReportError(f"{path} has no 'systems' object")
+    return data
+
+
+def _is_retrieval(summary: Mapping[str, Any]) -> bool:
+    return summary.get("kind") != "answers" and any(
+        any(str(k).startswith("recall@") for k in (m or {})) for m in summary["systems"].values()
+    )
+
+
+def _unique(name: str, taken: Mapping[str, Any], run: Path) -> str:
+    return name if name not in taken else f"{name} ({run.name})"
+
+
+def _fmt(value: Any, spec: str) -> str:
+    if value is None:
+        return "–"
+    try:
+        return format(int(value) if spec == "d" else float(value), spec)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _table(
+    rows: Sequence[tuple[str, Mapping[str, Any]]], columns: Sequence[tuple[str, str, str]]
+) -> str:
+    used = [c for c in columns if any(m.get(c[0]) is not None for _, m in rows)]
+    head = "| system | " + " | ".join(title for _, title, _ in used) + " |"
+    sep = "|---|" + "---|" * len(used)
+    body = [
+        "| " + " | ".join([name, *(_fmt(m.get(k), f) for k, _, f in used)]) + " |"
+        for name, m in rows
+    ]
+    return "\n".join([head, sep, *body])
+
+
+# --- plots ----------------------------------------------------------------------------------------
+
+
+def _save(fig: Any, path: Path) -> str:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name
+
+
+def plot_recall_curves(systems: Mapping[str, Mapping[str, Any]], path: Path) -> str:
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, metrics in systems.items():
+        ks = sorted(int(k.split("@")[1]) for k in metrics if re.fullmatch(r"recall@\d+", str(k)))
+        ax.plot(ks, [metrics[f"recall@{k}"] for k in ks], marker="o", label=name)
+    ax.set(xlabel="k (documents)", ylabel="recall@k", title="Document recall@k", ylim=(0, 1.02))
+    ax.set_xticks(
+        sorted(
+            {
+                int(k.split("@")[1])
+                for m in systems.values()
+                for k in m
+                if str(k).startswith("recall@")
+            }
+        )
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return _save(fig, path)
+
+
+def plot_metric_bars(systems: Mapping[str, Mapping[str, Any]], path: Path) -> str:
+    metrics = [
+        (k, t) for k, t in BAR_METRICS if any(s.get(k) is not None for s in systems.values())
+    ]
+    names = list(systems)
+    fig, ax = plt.subplots(figsize=(max(7, 1.4 * len(metrics) + 0.5 * len(names)), 4.8))
+    width = 0.8 / max(len(names), 1)
+    for i, name in enumerate(names):
+        xs = [j + (i - (len(names) - 1) / 2) * width for j in range(len(metrics))]
+        ys = [systems[name].get(k) or 0.0 for k, _ in metrics]
+        bars = ax.bar(xs, ys, width=width, label=name)
+        ax.bar_label(bars, fmt="%.2f", fontsize=6, padding=1)
+    ax.set_xticks(range(len(metrics)), [t for _, t in metrics])
+    ax.set(ylabel="score (0-1)", title="Answer metrics per system and ablation")
+    ax.set_ylim(0, max(1.0, *(systems[n].get(k) or 0 for n in names for k, _ in metrics)) * 1.08)
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def _counts(values: Sequence[int], support: Sequence[int]) -> list[int]:
+    return [sum(1 for v in values if v == s) for s in support]
+
+
+def plot_histograms(rows: Mapping[str, Sequence[Mapping[str, Any]]], path: Path) -> str:
+    fields = (
+        ("reground_attempts", "re-ground attempts"),
+        ("refine_iterations", "refine iterations"),
+        ("llm_calls", "LLM calls per turn"),
+    )
+    fig, axes = plt.subplots(1, len(fields), figsize=(13, 4))
+    names = list(rows)
+    width = 0.8 / max(len(names), 1)
+    for ax, (key, title) in zip(axes, fields, strict=True):
+        support = sorted({int(r.get(key) or 0) for rs in rows.values() for r in rs}) or [0]
+        for i, name in enumerate(names):
+            counts = _counts([int(r.get(key) or 0) for r in rows[name]], support)
+            xs = [j + (i - (len(names) - 1) / 2) * width for j in range(len(support))]
+            ax.bar(xs, counts, width=width, label=name)
+        ax.set_xticks(range(len(support)), [str(s) for s in support])
+        ax.set(title=title, xlabel=title, ylabel="cases")
+        ax.grid(axis="y", alpha=0.3)
+    axes[-1].legend(fontsize=7)
+    return _save(fig, path)
+
+
+def plot_latency(rows: Mapping[str, Sequence[Mapping[str, Any]]], path: Path) -> str:
+    names = list(rows)
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(names)), 4.5))
+    data = [[float(r["seconds"]) for r in rows[n]] or [0.0] for n in names]
+    ax.boxplot(data, showfliers=True)
+    ax.set_xticks(range(1, len(names) + 1), names, rotation=20, ha="right", fontsize=8)
+    ax.set(ylabel="seconds per turn", title="Latency per turn")
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_proxy_vs_final(rows: Mapping[str, Sequence[Mapping[str, Any]]], path: Path) -> str:
+    """Groundedness (graph) or the faithfulness proxy (baselines) against final metrics."""
+    finals = (("k_precision", "K-Precision"), ("token_f1", "token F1"))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    for ax, (final, title) in zip(axes, finals, strict=True):
+        for name, rs in rows.items():
+            xs, ys = [], []
+            for r in rs:
+                proxy = r.get("groundedness")
+                if proxy is None:
+                    proxy = (r.get("principle_scores") or {}).get("faithfulness")
+                if proxy is not None:
+                    xs.append(float(proxy))
+                    ys.append(float(r["metrics"][final]))
+            ax.scatter(xs, ys, s=14, alpha=0.6, label=name)
+        ax.set(
+            xlabel="proxy: groundedness (graph) / ROUGE-L vs passages (baselines)",
+            ylabel=title,
+            title=f"Proxy vs {title}",
+            xlim=(-0.02, 1.02),
+            ylim=(-0.02, 1.02),
+        )
+        ax.grid(alpha=0.3)
+    axes[-1].legend(fontsize=7)
+    return _save(fig, path)
+
+
+# --- the report -----------------------------------------------------------------------------------
+
+
+def _correlation_table(report: Mapping[str, Any]) -> str:
+    pooled = report.get("all") or {}
+    finals = [f for f in FINALS if any(f in (pooled.get(p) or {}) for p in PROXIES)]
+    if not finals:
+        return "_Not enough cases for correlations._"
+    lines = ["| proxy \\ final | " + " | ".join(finals) + " |", "|---|" + "---|" * len(finals)]
+    for proxy in PROXIES:
+        if proxy not in pooled:
+            continue
+        cells = []
+        for final in finals:
+            c = pooled[proxy].get(final)
+            if not c or c.get("spearman") is None:
+                cells.append("–")
+            else:
+                cells.append(f"{c['spearman']:.2f} / {c['kendall']:.2f} (n={c['n']})")
+        lines.append(f"| {proxy} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+JUDGE_NOTE = (
+    "Hallucination rate: share of judged answers the ReGround judge called hallucinated. "
+    "G-Eval and rubric: 1-5. In brackets: verdicts that did not parse (counted, never guessed)."
+)
+JUDGE_KEYS = (
+    ("hallucination_rate", "hallucination_unparseable", "hallucination rate"),
+    ("geval_relevance", "geval_relevance_unparseable", "relevance"),
+    ("geval_readability", "geval_readability_unparseable", "readability"),
+    ("geval_truthfulness", "geval_truthfulness_unparseable", "truthfulness"),
+    ("geval_usability", "geval_usability_unparseable", "usability"),
+    ("rubric", "rubric_unparseable", "rubric"),
+)
+
+
+def _judge_table(answers: Mapping[str, Mapping[str, Any]]) -> str:
+    """One column per judge: 'mean (unparseable)'; empty when no run was judged."""
+    keys = [k for k in JUDGE_KEYS if any(k[1] in m for m in answers.values())]
+    if not keys:
+        return ""
+    lines = ["| system | " + " | ".join(t for _, _, t in keys) + " |", "|---|" + "---|" * len(keys)]
+    for name, m in answers.items():
+        cells = []
+        for mean, bad, _ in keys:
+            if bad not in m:
+                cells.append("–")
+                continue
+            value = "–" if m.get(mean) is None else f"{m[mean]:.2f}"
+            cells.append(f"{value} ({m[bad]})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
+    """Read the runs, draw the plots, write `out_dir/report.md`; returns its path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    retrieval: dict[str, dict[str, Any]] = {}
+    answers: dict[str, dict[str, Any]] = {}
+    rows: dict[str, list[dict[str, Any]]] = {}
+    pairwise: dict[str, Any] = {}
+    configs: list[tuple[Path, dict[str, Any]]] = []
+    correlations: list[tuple[Path, dict[str, Any]]] = []
+    for raw in run_dirs:
+        run = Path(raw)
+        summary = _load_summary(run)
+        if _is_retrieval(summary):
+            for name, metrics in summary["systems"].items():
+                retrieval[_unique(name, retrieval, run)] = metrics
+            configs.append((run, {k: v for k, v in summary.items() if k != "systems"}))
+            continue
+        configs.append((run, summary.get("config", {})))
+        pairwise.update(summary.get("pairwise") or {})
+        for name, metrics in summary["systems"].items():
+            key = _unique(name, answers, run)
+            answers[key] = metrics
+            found = latest_by_case(read_jsonl(run / name / "cases.jsonl"))
+            rows[key] = [r for r in found.values() if not r.get("error")]
+        correlations.append((run, correlation_report(run, list(summary["systems"]))))
+
+    lines = ["# reground evaluation report", ""]
+    for run, config in configs:
+        if not config:
+            lines.append(f"- `{run}`")
+            continue
+        shown = {
+            k: v
+            for k, v in config.items()
+            if k not in ("systems",) and not isinstance(v, dict | list)
+        }
+        lines.append(f"- `{run}`: " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+    lines.append("")
+    if retrieval:
+        lines += ["## Retrieval (document level)", ""]
+        ks = sorted(
+            {
+                int(k.split("@")[1])
+                for m in retrieval.values()
+                for k in m
+                if re.fullmatch(r"recall@\d+", str(k))
+            }
+        )
+        cols = [(f"recall@{k}", f"recall@{k}", ".3f") for k in ks] + [("mrr", "MRR", ".3f")]
+        lines += [_table(list(retrieval.items()), cols), ""]
+        lines += [f"![recall@k]({plot_recall_curves(retrieval, out / 'recall_at_k.png')})", ""]
+    if answers:
+        lines += ["## Answers", "", _table(list(answers.items()), ANSWER_COLUMNS), ""]
+        skipped = {m.get("meteor_skipped") for m in answers.values() if m.get("meteor_skipped")}
+        for note in skipped:
+            lines += [f"METEOR skipped: {note}", ""]
+        lines += [f"![metrics]({plot_metric_bars(answers, out / 'answer_metrics.png')})", ""]
+        judge_table = _judge_table(answers)
+        if judge_table:
+            lines += ["### LLM judges", "", JUDGE_NOTE, "", judge_table, ""]
+        if pairwise:
+            lines += [
+                "### Pairwise (both orders; a disagreement between orders counts as a tie)",
+                "",
+            ]
+            lines += [
+                "| A vs B | A wins | B wins | ties | order disagreements | unparseable |",
+                "|---|---|---|---|---|---|",
+            ]
+            for label, p in pairwise.items():
+                cells = [p["A"], p["B"], p["tie"], p["order_disagreements"], p["unparseable"]]
+                lines.append(f"| {label} | " + " | ".join(str(c) for c in cells) + " |")
+            lines.append("")
+        lines += ["## Loops, cost and latency", "", _table(list(answers.items()), LOOP_COLUMNS), ""]
+        lines += [
+            f"![loops and LLM calls]({plot_histograms(rows, out / 'loops_llm_calls.png')})",
+            "",
+        ]
+        lines += [f"![latency]({plot_latency(rows, out / 'latency.png')})", ""]
+        lines += ["## Proxy metrics vs final metrics", ""]
+        lines += [
+            "Spearman / Kendall over all cases of all systems (per-system values in each run's "
+            "`correlation.json`).",
+            "",
+        ]
+        for run, report in correlations:
+            lines += [f"Run `{run}`:", "", _correlation_table(report), ""]
+        lines += [f"![proxy vs final]({plot_proxy_vs_final(rows, out / 'proxy_vs_final.png')})", ""]
+    if not retrieval and not answers:
+        raise ReportError(
+            "no runs to report: pass --runs with retrieval or answers run directories"
+        )
+    path = out / "report.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path

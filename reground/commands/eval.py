@@ -1,0 +1,194 @@
+"""`reground eval retrieval|answers|calibrate|report|correlation`: measure reground on your data."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _limit(text: str) -> int | None:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("--limit must be >= 0 (0 = all cases)")
+    return value or None
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add the `eval` group and its sub-commands to the top-level parser."""
+    group = subparsers.add_parser(
+        "eval", help="evaluate retrieval and answers; calibrate; write reports"
+    )
+    sub = group.add_subparsers(dest="eval_command", metavar="EVAL_COMMAND")
+    group.set_defaults(func=lambda args: (group.print_help(), 2)[1])
+
+    p = sub.add_parser(
+        "retrieval", help="document recall@k / MRR of the LLM-free stack and BM25 baselines"
+    )
+    p.add_argument("--docs", required=True, help="documents .jsonl (doc_id, title, text)")
+    p.add_argument("--cases", required=True, help="cases .jsonl (doc2dial case format)")
+    p.add_argument("--limit", type=_limit, default=None, help="first N cases (default: all)")
+    p.add_argument("--out", required=True, help="output directory (summary.json, cases.jsonl)")
+    p.add_argument("--data-dir", default=None, help="store directory (default: $REGROUND_DATA_DIR)")
+    p.set_defaults(func=_retrieval)
+
+    from reground.evals.answers import DEFAULT_SYSTEMS, JUDGES, SYSTEMS
+
+    p = sub.add_parser(
+        "answers",
+        help="answer a seeded sample of cases with each system; metrics, judges, summary.json",
+        description=f"Systems: {', '.join(SYSTEMS)}. Judges: {', '.join(JUDGES)}.",
+    )
+    p.add_argument("--docs", required=True, help="documents .jsonl")
+    p.add_argument(
+        "--cases", required=True, help="cases .jsonl (only cases with a gold answer are used)"
+    )
+    p.add_argument("--limit", type=_limit, default=100, help="sample size (default 100; 0 = all)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS), help="comma-separated systems")
+    p.add_argument(
+        "--out", required=True, help="output directory (resumable: reruns skip finished cases)"
+    )
+    p.add_argument(
+        "--model", default="local:default", help="chat model spec (default local:default)"
+    )
+    p.add_argument(
+        "--judge-model", default=None, help="judge model spec; omit to skip the LLM judges"
+    )
+    p.add_argument("--judges", default=",".join(JUDGES), help="comma-separated judges to run")
+    p.add_argument("--workers", type=int, default=1, help="cases run in parallel (default 1)")
+    p.add_argument("--data-dir", default=None, help="store directory (default: $REGROUND_DATA_DIR)")
+    p.set_defaults(func=_answers)
+
+    p = sub.add_parser(
+        "calibrate", help="set the groundedness threshold from an answers run (ReGround)"
+    )
+    p.add_argument("--run", required=True, help="answers run directory")
+    p.add_argument("--system", default="reground", help="system whose groundedness scores to use")
+    p.add_argument(
+        "--data-dir", default=None, help="where calibration.json goes (default: $REGROUND_DATA_DIR)"
+    )
+    p.add_argument(
+        "--also-repo", action="store_true", help="also write evals/results/calibration.json"
+    )
+    p.set_defaults(func=_calibrate)
+
+    p = sub.add_parser(
+        "correlation", help="proxy vs final metric correlation (Spearman/Kendall) of a run"
+    )
+    p.add_argument("--run", required=True, help="answers run directory")
+    p.set_defaults(func=_correlation)
+
+    p = sub.add_parser("report", help="report.md with tables and plots from run directories")
+    p.add_argument(
+        "--runs", required=True, nargs="+", help="retrieval and/or answers run directories"
+    )
+    p.add_argument("--out", required=True, help="report directory")
+    p.set_defaults(func=_report)
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 1
+
+
+def _retrieval(args: argparse.Namespace) -> int:
+    from reground.evals.retrieval import format_summary, run_retrieval_eval
+
+    try:
+        summary = run_retrieval_eval(
+            args.docs, args.cases, limit=args.limit, out_dir=args.out, data_dir=args.data_dir
+        )
+    except (FileNotFoundError, ValueError) as exc:
+        return _fail(str(exc))
+    print(format_summary(summary))
+    print(f"wrote {Path(args.out) / 'summary.json'}")
+    return 0
+
+
+def _answers(args: argparse.Namespace) -> int:
+    from reground.evals.answers import EvalRunError, run_answers_eval
+    from reground.evals.datasets import DatasetError
+
+    if args.workers < 1:
+        return _fail("--workers must be >= 1")
+    try:
+        summary = run_answers_eval(
+            args.docs,
+            args.cases,
+            systems=args.systems,
+            limit=args.limit,
+            seed=args.seed,
+            out_dir=args.out,
+            chat_model_spec=args.model,
+            judge_model_spec=args.judge_model,
+            judges=[j.strip() for j in args.judges.split(",") if j.strip()],
+            workers=args.workers,
+            data_dir=args.data_dir,
+        )
+    except (EvalRunError, DatasetError, FileNotFoundError) as exc:
+        return _fail(str(exc))
+    except Exception as exc:
+        if type(exc).__name__ == "LLMUnavailableError":
+            return _fail(str(exc))
+        raise
+    keys = (
+        "n_cases",
+        "gold_in_top3",
+        "token_f1",
+        "k_precision",
+        "rougeL",
+        "llm_calls",
+        "latency_median_s",
+    )
+    for name, metrics in summary["systems"].items():
+        shown = ", ".join(
+            f"{k}={metrics[k]:.3f}" for k in keys if isinstance(metrics.get(k), int | float)
+        )
+        print(f"{name}: {shown}")
+    print(f"wrote {Path(args.out) / 'summary.json'}")
+    return 0
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from reground.evals.calibrate import CalibrationError, calibrate_run
+
+    try:
+        result = calibrate_run(
+            args.run, system=args.system, data_dir=args.data_dir, also_repo=args.also_repo
+        )
+    except CalibrationError as exc:
+        return _fail(str(exc))
+    print(
+        f"groundedness threshold {result['groundedness_threshold']:.4f} "
+        f"(5th percentile over {result['n_correct_retrieval']} answers with the gold document "
+        "retrieved)"
+    )
+    for path in result["written"]:
+        print(f"wrote {path}")
+    return 0
+
+
+def _correlation(args: argparse.Namespace) -> int:
+    from reground.evals.correlation import correlation_report
+
+    try:
+        report = correlation_report(args.run)
+    except FileNotFoundError as exc:
+        return _fail(str(exc))
+    print(json.dumps(report["all"], indent=2))
+    print(f"wrote {Path(args.run) / 'correlation.json'}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from reground.evals.report import ReportError, write_report
+
+    try:
+        path = write_report(args.runs, args.out)
+    except ReportError as exc:
+        return _fail(str(exc))
+    print(f"wrote {path}")
+    return 0

@@ -1,0 +1,435 @@
+"""A tiny end-to-end eval: baselines (and the graph when importable) on a handful of real-format
+cases with a scripted chat model and an in-memory store, then judges, calibration, correlation,
+a report, and the CLI handlers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from reground.evals.answers import EvalRunError, parse_systems, read_jsonl, run_answers_eval
+from reground.evals.calibrate import calibrate_run, calibrated_threshold, read_calibrated_threshold
+from reground.evals.correlation import correlation_report
+from reground.evals.report import ReportError, write_report
+from reground.tools.fake_chat import ScriptedChatModel
+
+DOCS = [
+    {
+        "doc_id": "leave",
+        "title": "Annual leave",
+        "text": "Full-time employees get 30 days of paid annual "
+        "leave per year. You can carry over up to 5 unused days to the next year.",
+    },
+    {
+        "doc_id": "sick",
+        "title": "Sick leave",
+        "text": "Tell your manager before 10:00 on the first day of "
+        "illness. From the fourth day you need a doctor's certificate.",
+    },
+    {
+        "doc_id": "travel",
+        "title": "Business travel",
+        "text": "Book trains in second class through the "
+        "travel portal. Submit receipts in the expense portal within 30 days of the trip.",
+    },
+    {
+        "doc_id": "pension",
+        "title": "Company pension",
+        "text": "The company adds 3 percent of your salary "
+        "to the pension plan once you have worked here for six months.",
+    },
+]
+
+
+def _case(
+    cid: str, doc: str, history: list[tuple[str, str]], question: str, answer: str | None
+) -> dict[str, Any]:
+    return {
+        "case_id": cid,
+        "dial_id": cid.split("_")[0],
+        "domain": "hr",
+        "history": [{"role": r, "text": t} for r, t in history],
+        "question": question,
+        "gold_answer": answer,
+        "gold_doc_id": doc,
+        "gold_doc_ids": [doc],
+        "gold_span_ids": [],
+        "gold_span": "",
+        "answerable": True,
+        "gold_doc_in_corpus": True,
+    }
+
+
+CASES = [
+    _case(
+        "d1_1",
+        "leave",
+        [],
+        "How many days of annual leave do I get?",
+        "You get 30 days of paid annual leave.",
+    ),
+    _case(
+        "d1_3",
+        "leave",
+        [("user", "How many days of annual leave do I get?"), ("agent", "30 days per year.")],
+        "Can I carry unused days over?",
+        "Yes, up to 5 unused days.",
+    ),
+    _case(
+        "d2_1",
+        "sick",
+        [],
+        "When do I need a doctor's certificate when I am ill?",
+        "From the fourth day of illness.",
+    ),
+    _case(
+        "d3_1",
+        "travel",
+        [],
+        "How do I book trains for business travel?",
+        "Book second class in the travel portal.",
+    ),
+    _case(
+        "d4_1",
+        "pension",
+        [],
+        "How much does the company add to my pension?",
+        "3 percent of your salary.",
+    ),
+    _case(
+        "d4_3", "pension", [("user", "pension?"), ("agent", "3 percent.")], "bye", None
+    ),  # no gold: skipped
+]
+
+
+# --- an in-memory store with the SearchStore interface (hashing bag-of-words embeddings) ----------
+
+
+def _tokens(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+class HashEmbedder:
+    dim = 256
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for token in _tokens(text):
+                out[i, zlib.crc32(token.encode()) % self.dim] += 1.0
+            norm = np.linalg.norm(out[i])
+            if norm:
+                out[i] /= norm
+        return out
+
+
+class MemoryStore:
+    def __init__(self, docs: Sequence[dict[str, str]]) -> None:
+        self.embedder = HashEmbedder()
+        self.chunks: list[dict[str, Any]] = []
+        for doc in docs:
+            for position, sentence in enumerate(s for s in doc["text"].split(". ") if s):
+                self.chunks.append(
+                    {
+                        "chunk_id": f"{doc['doc_id']}-{position}",
+                        "doc_id": doc["doc_id"],
+                        "title": doc["title"],
+                        "section": "",
+                        "url": f"https://hr.example/{doc['doc_id']}",
+                        "position": position,
+                        "text": sentence.rstrip(".") + ".",
+                        "metadata": {},
+                    }
+                )
+        self.vectors = self.embedder.embed([c["text"] for c in self.chunks])
+
+    def count(self) -> int:
+        return len(self.chunks)
+
+    def dense_search(
+        self, query_embedding: np.ndarray, k: int, where: Any = None
+    ) -> list[tuple[Any, float]]:
+        scores = self.vectors @ np.asarray(query_embedding, dtype=np.float32)
+        order = np.argsort(-scores)[:k]
+        return [(self.chunks[i], float(scores[i])) for i in order]
+
+    def lexical_search(self, query: str, k: int, where: Any = None) -> list[tuple[Any, float]]:
+        q = set(_tokens(query))
+        scored = [
+            (c, float(len(q & set(_tokens(c["title"] + " " + c["text"]))))) for c in self.chunks
+        ]
+        scored = [s for s in scored if s[1] > 0]
+        return sorted(scored, key=lambda s: -s[1])[:k]
+
+    def chunks_for_documents(self, doc_ids: Sequence[str], where: Any = None) -> list[Any]:
+        return [c for c in self.chunks if c["doc_id"] in set(doc_ids)]
+
+    def embeddings_for(self, chunk_ids: Sequence[str]) -> np.ndarray:
+        index = {c["chunk_id"]: i for i, c in enumerate(self.chunks)}
+        return self.vectors[[index[c] for c in chunk_ids]]
+
+
+def _answer_from_prompt(messages: list[Any]) -> str:
+    """Quote the first passage of the prompt (or admit not knowing without passages)."""
+    text = "\n".join(str(m.content) for m in messages)
+    match = re.search(r"\[1\][^\n]*\n([^\n]+)", text)
+    return f"{match.group(1).strip()} [1]" if match else "I do not know."
+
+
+def _judge_reply(messages: list[Any]) -> str:
+    text = str(messages[-1].content)
+    if "Verdict: HALLUCINATED" in text:
+        return "All claims are in the passages.\nVerdict: FAITHFUL"
+    if "[RESULT]" in text:
+        return "Feedback: grounded.\n[RESULT] 4"
+    if "[[A]]" in text:
+        return "A is shown first, so [[A]]"  # a position-biased judge
+    return "Score: 4" if "Relevance" not in text else "I am not sure."
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("\n".join(json.dumps(d) for d in DOCS) + "\n")
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("\n".join(json.dumps(c) for c in CASES) + "\n")
+    return docs, cases
+
+
+def _graph_available() -> bool:
+    try:
+        import reground.graph.builder  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_answers_run_judges_calibration_correlation_and_report(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    docs, cases = files
+    out = tmp_path / "run"
+    model = ScriptedChatModel(
+        script={"other": [_answer_from_prompt], "answer": [_answer_from_prompt]}
+    )
+    judge = ScriptedChatModel(script={"other": [_judge_reply]})
+    systems = ["no_retrieval", "naive_rag", "history_rag"] + (
+        ["reground"] if _graph_available() else []
+    )
+    store = MemoryStore(DOCS)
+    kwargs: dict[str, Any] = {
+        "systems": systems,
+        "limit": 10,
+        "seed": 3,
+        "out_dir": out,
+        "chat_model": model,
+        "judge_model": judge,
+        "store": store,
+        "progress": False,
+    }
+    summary = run_answers_eval(docs, cases, **kwargs)
+
+    assert list(summary["systems"]) == systems
+    for name in systems:
+        s = summary["systems"][name]
+        assert (
+            s["n_cases"] == 5 and s["n_errors"] == 0
+        )  # the case without a gold answer is left out
+        rows = read_jsonl(out / name / "cases.jsonl")
+        assert {r["case_id"] for r in rows} == {"d1_1", "d1_3", "d2_1", "d3_1", "d4_1"}
+        assert all(r["prompt_tokens"] > 0 and r["llm_calls"] >= 1 for r in rows)
+        assert s["hallucination_rate"] == 0.0 and s["hallucination_unparseable"] == 0
+        assert s["geval_relevance"] is None and s["geval_relevance_unparseable"] == 5
+        assert s["geval_truthfulness"] == 4.0 and s["rubric"] == 4.0
+    for name in ("no_retrieval", "naive_rag", "history_rag"):
+        assert summary["systems"][name]["llm_calls"] == 1.0
+    assert summary["systems"]["no_retrieval"]["gold_in_top3"] == 0.0
+    history = summary["systems"]["history_rag"]
+    assert history["gold_in_top3"] == 1.0 and history["k_precision"] > 0.8
+    assert history["token_f1"] > summary["systems"]["no_retrieval"]["token_f1"]
+    # The per-case metric equals the evaluate module's mean.
+    rows = read_jsonl(out / "history_rag" / "cases.jsonl")
+    assert history["token_f1"] == pytest.approx(np.mean([r["metrics"]["token_f1"] for r in rows]))
+    # A position-biased judge: every pair disagrees across orders, so nothing counts as a win.
+    pair = summary["pairwise"]["history_rag vs naive_rag"]
+    assert pair == {
+        "a": "history_rag",
+        "b": "naive_rag",
+        "A": 0,
+        "B": 0,
+        "tie": 5,
+        "unparseable": 0,
+        "order_disagreements": 5,
+    }
+
+    # Resumable: a rerun asks the models nothing and duplicates nothing.
+    calls = len(model.calls), len(judge.calls)
+    again = run_answers_eval(docs, cases, **kwargs)
+    assert (len(model.calls), len(judge.calls)) == calls
+    assert len(read_jsonl(out / "naive_rag" / "cases.jsonl")) == 5
+    assert again["systems"]["history_rag"]["token_f1"] == history["token_f1"]
+    with pytest.raises(EvalRunError, match="seed"):
+        run_answers_eval(docs, cases, **{**kwargs, "seed": 4})
+
+    # Proxy vs final correlation and the report.
+    corr = correlation_report(out)
+    assert "faithfulness" in corr["all"] and "k_precision" in corr["all"]["faithfulness"]
+    retrieval = tmp_path / "retrieval"
+    retrieval.mkdir()
+    (retrieval / "summary.json").write_text(
+        json.dumps(
+            {
+                "systems": {
+                    "reground": {
+                        "recall@1": 0.8,
+                        "recall@3": 0.9,
+                        "recall@5": 0.95,
+                        "recall@10": 0.98,
+                        "mrr": 0.86,
+                    },
+                    "bm25_history": {
+                        "recall@1": 0.7,
+                        "recall@3": 0.85,
+                        "recall@5": 0.9,
+                        "recall@10": 0.95,
+                        "mrr": 0.78,
+                    },
+                }
+            }
+        )
+    )
+    report = write_report([retrieval, out], tmp_path / "report")
+    text = report.read_text()
+    for heading in (
+        "## Retrieval",
+        "## Answers",
+        "### LLM judges",
+        "### Pairwise",
+        "## Loops",
+        "## Proxy",
+    ):
+        assert heading in text
+    assert "| bm25_history | 0.700 |" in text and "| history_rag | 5 | 1.000 |" in text
+    # judges: hallucination rate 0 (0 unparseable), relevance all unparseable, readability 4
+    assert "| naive_rag | 0.00 (0) | – (5) | 4.00 (0) |" in text
+    for png in re.findall(r"\]\(([^)]+\.png)\)", text):
+        path = report.parent / png
+        assert path.stat().st_size > 5_000 and path.read_bytes()[:4] == b"\x89PNG"
+    assert len(re.findall(r"\.png\)", text)) == 5
+
+    if "reground" in systems:
+        rows = read_jsonl(out / "reground" / "cases.jsonl")
+        assert all(r["groundedness"] is not None for r in rows)
+        result = calibrate_run(out, data_dir=tmp_path / "data")
+        assert (
+            read_calibrated_threshold(tmp_path / "data" / "calibration.json")
+            == result["groundedness_threshold"]
+        )
+
+
+def test_failed_cases_are_recorded_and_retried(files: tuple[Path, Path], tmp_path: Path) -> None:
+    docs, cases = files
+
+    def flaky(messages: list[Any]) -> str:
+        if "add to my pension" in str(messages[-1].content):
+            raise ValueError("model returned garbage")
+        return _answer_from_prompt(messages)
+
+    kwargs: dict[str, Any] = {
+        "systems": "naive_rag",
+        "limit": None,
+        "seed": None,
+        "out_dir": tmp_path / "r",
+        "store": MemoryStore(DOCS),
+        "progress": False,
+    }
+    summary = run_answers_eval(
+        docs, cases, chat_model=ScriptedChatModel(script={"answer": [flaky]}), **kwargs
+    )
+    assert summary["systems"]["naive_rag"]["n_errors"] == 1
+    model = ScriptedChatModel(script={"answer": [_answer_from_prompt]})
+    summary = run_answers_eval(docs, cases, chat_model=model, workers=2, **kwargs)
+    assert summary["systems"]["naive_rag"]["n_errors"] == 0 and len(model.calls) == 1
+
+
+def test_calibration_is_the_5th_percentile_of_correct_retrievals(tmp_path: Path) -> None:
+    rows = [{"groundedness": g / 100, "gold_in_top3": True} for g in range(1, 101)]
+    rows += [
+        {"groundedness": 0.0, "gold_in_top3": False},
+        {"groundedness": None, "gold_in_top3": True},
+    ]
+    result = calibrated_threshold(rows)
+    assert result["groundedness_threshold"] == pytest.approx(0.0595, abs=1e-4)
+    assert result["n_correct_retrieval"] == 100 and result["wrong_below_threshold"] == 1.0
+    with pytest.raises(ValueError, match="eval answers"):
+        calibrated_threshold([{"groundedness": None, "gold_in_top3": True}])
+    assert read_calibrated_threshold(tmp_path / "missing.json") is None
+    (tmp_path / "bad.json").write_text('{"groundedness_threshold": 7}')
+    assert read_calibrated_threshold(tmp_path / "bad.json") is None
+
+
+def test_bad_inputs_name_the_way_out(files: tuple[Path, Path], tmp_path: Path) -> None:
+    docs, _ = files
+    with pytest.raises(EvalRunError, match="naive_rag"):
+        parse_systems("naive_rag,best_system")
+    with pytest.raises(EvalRunError, match="cases file not found"):
+        run_answers_eval(
+            docs, tmp_path / "nope.jsonl", out_dir=tmp_path / "x", chat_model=ScriptedChatModel()
+        )
+    with pytest.raises(ReportError, match=r"summary\.json"):
+        write_report([tmp_path], tmp_path / "rep")
+
+
+def test_cli_handlers(
+    files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from reground.commands.eval import add_commands
+
+    parser = argparse.ArgumentParser(prog="reground")
+    add_commands(parser.add_subparsers(dest="command"))
+    docs, cases = files
+    run = tmp_path / "run"
+    run_answers_eval(
+        docs,
+        cases,
+        systems="naive_rag",
+        limit=2,
+        seed=0,
+        out_dir=run,
+        chat_model=ScriptedChatModel(script={"answer": [_answer_from_prompt]}),
+        store=MemoryStore(DOCS),
+        progress=False,
+    )
+
+    def main(*argv: str) -> int:
+        args = parser.parse_args(list(argv))
+        return int(args.func(args))
+
+    assert main("eval", "report", "--runs", str(run), "--out", str(tmp_path / "rep")) == 0
+    assert (tmp_path / "rep" / "report.md").is_file()
+    assert main("eval", "correlation", "--run", str(run)) == 0
+    assert main("eval", "calibrate", "--run", str(run), "--system", "reground") == 1
+    assert "reground/cases.jsonl not found" in capsys.readouterr().err
+    assert (
+        main(
+            "eval",
+            "answers",
+            "--docs",
+            str(docs),
+            "--cases",
+            str(cases),
+            "--out",
+            str(tmp_path / "o"),
+            "--systems",
+            "nope",
+        )
+        == 1
+    )
+    assert "choose from" in capsys.readouterr().err
