@@ -60,6 +60,14 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--judges", default=",".join(JUDGES), help="comma-separated judges to run")
     p.add_argument("--workers", type=int, default=1, help="cases run in parallel (default 1)")
     p.add_argument("--data-dir", default=None, help="store directory (default: $REGROUND_DATA_DIR)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a Context field for the graph systems, e.g. --set max_refine_iterations=0 "
+        "(VALUE is parsed as JSON when it can be); repeatable",
+    )
     p.set_defaults(func=_answers)
 
     p = sub.add_parser(
@@ -108,12 +116,38 @@ def _retrieval(args: argparse.Namespace) -> int:
     return 0
 
 
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """FIELD=VALUE pairs → Context overrides, checked against the Context's fields."""
+    from dataclasses import fields
+
+    from reground.graph.context import Context
+
+    known = {f.name for f in fields(Context)}
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        name = name.strip()
+        if not sep or name not in known:
+            raise ValueError(
+                f"--set {item!r}: expected FIELD=VALUE with FIELD one of the Context fields"
+            )
+        try:
+            out[name] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[name] = raw
+    return out
+
+
 def _answers(args: argparse.Namespace) -> int:
     from reground.evals.answers import EvalRunError, run_answers_eval
     from reground.evals.datasets import DatasetError
 
     if args.workers < 1:
         return _fail("--workers must be >= 1")
+    try:
+        overrides = parse_overrides(args.set)
+    except ValueError as exc:
+        return _fail(str(exc))
     try:
         summary = run_answers_eval(
             args.docs,
@@ -127,6 +161,7 @@ def _answers(args: argparse.Namespace) -> int:
             judges=[j.strip() for j in args.judges.split(",") if j.strip()],
             workers=args.workers,
             data_dir=args.data_dir,
+            context_overrides=overrides,
         )
     except (EvalRunError, DatasetError, FileNotFoundError) as exc:
         return _fail(str(exc))

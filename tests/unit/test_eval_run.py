@@ -220,9 +220,8 @@ def test_answers_run_judges_calibration_correlation_and_report(
         script={"other": [_answer_from_prompt], "answer": [_answer_from_prompt]}
     )
     judge = ScriptedChatModel(script={"other": [_judge_reply]})
-    systems = ["no_retrieval", "naive_rag", "history_rag"] + (
-        ["reground"] if _graph_available() else []
-    )
+    graph = ["reground", "reground-no_self_check"] if _graph_available() else []
+    systems = ["no_retrieval", "naive_rag", "history_rag", *graph]
     store = MemoryStore(DOCS)
     kwargs: dict[str, Any] = {
         "systems": systems,
@@ -324,7 +323,10 @@ def test_answers_run_judges_calibration_correlation_and_report(
         assert path.stat().st_size > 5_000 and path.read_bytes()[:4] == b"\x89PNG"
     assert len(re.findall(r"\.png\)", text)) == 5
 
-    if "reground" in systems:
+    if graph:
+        # The ablation skips the self-check call the full graph makes on every case.
+        full, ablated = (summary["systems"][n]["llm_calls"] for n in graph)
+        assert ablated == full - 1
         rows = read_jsonl(out / "reground" / "cases.jsonl")
         assert all(r["groundedness"] is not None for r in rows)
         result = calibrate_run(out, data_dir=tmp_path / "data")
@@ -433,3 +435,28 @@ def test_cli_handlers(
         == 1
     )
     assert "choose from" in capsys.readouterr().err
+
+
+def test_ablations_are_valid_context_overrides() -> None:
+    import dataclasses
+
+    from reground.evals.answers import GRAPH_SYSTEMS
+    from reground.graph.context import Context
+
+    from reground.commands.eval import parse_overrides
+
+    base = Context()
+    for name, overrides in GRAPH_SYSTEMS.items():
+        ablated = dataclasses.replace(base, **overrides)  # validates in __post_init__
+        changed = {f.name for f in dataclasses.fields(Context)} - {
+            f.name
+            for f in dataclasses.fields(Context)
+            if getattr(ablated, f.name) == getattr(base, f.name)
+        }
+        assert changed == set(overrides), name
+    assert parse_overrides(["max_refine_iterations=0", "rerank_method=llm"]) == {
+        "max_refine_iterations": 0,
+        "rerank_method": "llm",
+    }
+    with pytest.raises(ValueError, match="Context fields"):
+        parse_overrides(["no_such_field=1"])
