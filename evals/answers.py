@@ -43,6 +43,7 @@ SYSTEMS: tuple[str, ...] = (*BASELINES, *GRAPH_SYSTEMS)
 DEFAULT_SYSTEMS = ("naive_rag", "history_rag", "reground")
 JUDGES = ("hallucination", "geval", "rubric", "pairwise")
 TOP_K = 3
+JUDGE_MAX_TOKENS = 320  # room for a few sentences of reasoning before the verdict line
 
 CaseRunner = Callable[[Case], dict[str, Any]]
 
@@ -287,11 +288,11 @@ def baseline_runner(system: str, *, chat_model: BaseChatModel, store: Any) -> Ca
     return run
 
 
-def _load_model(spec: str) -> BaseChatModel:
+def _load_model(spec: str, max_tokens: int = 160) -> BaseChatModel:
     from reground.tools.llm import ensure_reachable, load_chat_model
 
     ensure_reachable(spec)
-    model: BaseChatModel = load_chat_model(spec, temperature=0.0, max_tokens=160)
+    model: BaseChatModel = load_chat_model(spec, temperature=0.0, max_tokens=max_tokens)
     return model
 
 
@@ -574,7 +575,11 @@ def run_answers_eval(
     judged: dict[str, list[dict[str, Any]]] = {}
     pairwise: dict[str, Any] = {}
     if judge_model is not None or judge_model_spec:
-        jm = judge_model if judge_model is not None else _load_model(str(judge_model_spec))
+        jm = (
+            judge_model
+            if judge_model is not None
+            else _load_model(str(judge_model_spec), max_tokens=JUDGE_MAX_TOKENS)
+        )
         per_case = [j for j in judges if j != "pairwise"]
         if per_case:
             for name in names:

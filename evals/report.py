@@ -186,8 +186,12 @@ def plot_histograms(rows: Mapping[str, Sequence[Mapping[str, Any]]], path: Path)
         ax.set_xticks(range(len(support)), [str(s) for s in support])
         ax.set(title=title, xlabel=title, ylabel="cases")
         ax.grid(axis="y", alpha=0.3)
-    axes[-1].legend(fontsize=7)
-    return _save(fig, path)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(names), 5), fontsize=8)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name
 
 
 def plot_latency(rows: Mapping[str, Sequence[Mapping[str, Any]]], path: Path) -> str:
