@@ -38,6 +38,12 @@ def _guarded(self, address):
 socket.socket.connect = _guarded
 socket.create_connection = lambda *a, **k: (_ for _ in ()).throw(OSError("network blocked in test"))
 
+try:
+    socket.socket().connect(("93.184.216.34", 443))
+    raise SystemExit("the network guard did not block an outbound connection")
+except OSError as exc:
+    assert "blocked" in str(exc), exc
+
 from reground.evals.metrics import METRIC_NAMES, load_metric
 preds, refs = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 out = {"loaded": []}
