@@ -294,6 +294,7 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
     retrieval: dict[str, dict[str, Any]] = {}
     answers: dict[str, dict[str, Any]] = {}
     rows: dict[str, list[dict[str, Any]]] = {}
+    followups: dict[str, dict[str, Any]] = {}
     pairwise: dict[str, Any] = {}
     configs: list[tuple[Path, dict[str, Any]]] = []
     correlations: list[tuple[Path, dict[str, Any]]] = []
@@ -303,6 +304,8 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
         if _is_retrieval(summary):
             for name, metrics in summary["systems"].items():
                 retrieval[_unique(name, retrieval, run)] = metrics
+            for name, metrics in (summary.get("followups") or {}).items():
+                followups[_unique(name, followups, run)] = metrics
             configs.append((run, {k: v for k, v in summary.items() if k != "systems"}))
             continue
         configs.append((run, summary.get("config", {})))
@@ -337,7 +340,11 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
             }
         )
         cols = [(f"recall@{k}", f"recall@{k}", ".3f") for k in ks] + [("mrr", "MRR", ".3f")]
-        lines += [_table(list(retrieval.items()), cols), ""]
+        timing = [("ms_per_case", "ms / case", ".1f")]
+        lines += [_table(list(retrieval.items()), cols + timing), ""]
+        if followups:
+            lines += ["Follow-up turns only (the question alone is ambiguous there):", ""]
+            lines += [_table(list(followups.items()), cols), ""]
         lines += [f"![recall@k]({plot_recall_curves(retrieval, out / 'recall_at_k.png')})", ""]
     if answers:
         lines += ["## Answers", "", _table(list(answers.items()), ANSWER_COLUMNS), ""]

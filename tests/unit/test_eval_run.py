@@ -292,6 +292,7 @@ def test_answers_run_judges_calibration_correlation_and_report(
                         "recall@5": 0.95,
                         "recall@10": 0.98,
                         "mrr": 0.86,
+                        "ms_per_case": 12.5,
                     },
                     "bm25_history": {
                         "recall@1": 0.7,
@@ -300,7 +301,9 @@ def test_answers_run_judges_calibration_correlation_and_report(
                         "recall@10": 0.95,
                         "mrr": 0.78,
                     },
-                }
+                },
+                "followups": {"reground": {"recall@1": 0.6, "recall@3": 0.8, "mrr": 0.7}},
+                "cases": 100,
             }
         )
     )
@@ -315,6 +318,8 @@ def test_answers_run_judges_calibration_correlation_and_report(
         "## Proxy",
     ):
         assert heading in text
+    assert "| reground | 0.800 | 0.900 | 0.950 | 0.980 | 0.860 | 12.5 |" in text
+    assert "Follow-up turns only" in text and "| reground | 0.600 | 0.800 | 0.700 |" in text
     assert "| bm25_history | 0.700 |" in text and "| history_rag | 5 | 1.000 |" in text
     # judges: hallucination rate 0 (0 unparseable), relevance all unparseable, readability 4
     assert "| naive_rag | 0.00 (0) | – (5) | 4.00 (0) |" in text
