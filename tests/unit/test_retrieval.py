@@ -1,0 +1,271 @@
+"""The LLM-free retrieval stack against a small in-memory store with the PassageStore methods."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from reground.tools.retrieval import (
+    HybridRetriever,
+    RetrievalQuery,
+    RetrievalSettings,
+    fuse_rerank,
+    history_query,
+    reciprocal_rank_fusion,
+)
+from reground.tools.types import Chunk, Passage
+
+_WORD = re.compile(r"[a-z0-9]+")
+DIM = 256
+
+
+class HashEmbedder:
+    """Bag of hashed words, L2-normalised: texts sharing words have a high cosine."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in _WORD.findall(text.lower()):
+                out[i, int(hashlib.md5(word.encode()).hexdigest(), 16) % DIM] += 1.0
+            norm = np.linalg.norm(out[i])
+            if norm:
+                out[i] /= norm
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+def _matches(chunk: Chunk, where: dict[str, Any] | None) -> bool:
+    for key, wanted in (where or {}).items():
+        values = wanted if isinstance(wanted, list) else [wanted]
+        have = chunk["metadata"].get(key)
+        if have is None or (have != "all" and have not in values):
+            return False
+    return True
+
+
+class FakeStore:
+    """PassageStore's search methods over a list of chunks; records every `where` it receives."""
+
+    def __init__(self, chunks: list[Chunk]) -> None:
+        self.chunks = chunks
+        self.embedder = HashEmbedder()
+        self.matrix = self.embedder.embed([c["text"] for c in chunks])
+        self.wheres: list[Any] = []
+
+    def _scoped(self, where: dict[str, Any] | None) -> list[int]:
+        self.wheres.append(where)
+        return [i for i, c in enumerate(self.chunks) if _matches(c, where)]
+
+    def dense_search(
+        self, query_embedding: np.ndarray, k: int, where: dict[str, Any] | None = None
+    ):
+        idx = self._scoped(where)
+        scored = sorted(
+            ((self.chunks[i], float(self.matrix[i] @ query_embedding)) for i in idx),
+            key=lambda x: -x[1],
+        )
+        return scored[:k]
+
+    def lexical_search(self, query: str, k: int, where: dict[str, Any] | None = None):
+        idx = self._scoped(where)
+        terms = _WORD.findall(query.lower())
+        bags = [Counter(_WORD.findall(self.chunks[i]["text"].lower())) for i in idx]
+        n = len(bags)
+        scores = []
+        for i, bag in zip(idx, bags, strict=True):
+            s = sum(
+                math.log(1 + n / (1 + sum(t in b for b in bags))) * bag[t] / (bag[t] + 1.2)
+                for t in terms
+                if t in bag
+            )
+            if s > 0:
+                scores.append((self.chunks[i], s))
+        return sorted(scores, key=lambda x: -x[1])[:k]
+
+    def chunks_for_documents(
+        self, doc_ids: Sequence[str], where: dict[str, Any] | None = None
+    ) -> list[Chunk]:
+        return [self.chunks[i] for i in self._scoped(where) if self.chunks[i]["doc_id"] in doc_ids]
+
+    def embeddings_for(self, chunk_ids: Sequence[str]) -> np.ndarray:
+        pos = {c["chunk_id"]: i for i, c in enumerate(self.chunks)}
+        return self.matrix[[pos[c] for c in chunk_ids]]
+
+
+def _chunk(doc_id: str, position: int, text: str, **metadata: Any) -> Chunk:
+    return Chunk(
+        chunk_id=f"{doc_id}:{position}",
+        doc_id=doc_id,
+        title=doc_id.replace("-", " "),
+        section="",
+        url=f"https://hr.example/{doc_id}",
+        position=position,
+        text=text,
+        metadata={"country": "all", **metadata},
+    )
+
+
+CHUNKS = [
+    _chunk(
+        "leave-de",
+        0,
+        "Annual leave in Germany: full-time employees get 30 days of paid leave.",
+        country="DE",
+    ),
+    _chunk(
+        "leave-de",
+        1,
+        "Carry over up to 5 unused days; they must be taken by 31 March.",
+        country="DE",
+    ),
+    _chunk(
+        "leave-us",
+        0,
+        "Annual leave in the US: full-time employees get 20 days of paid time off.",
+        country="US",
+    ),
+    _chunk(
+        "leave-us",
+        1,
+        "Carry over up to 40 hours; carried hours must be used by June 30.",
+        country="US",
+    ),
+    _chunk(
+        "payslips",
+        0,
+        "Payslips are published in the portal on the 25th of each month.",
+        country="all",
+    ),
+    _chunk("payslips", 1, "Report payslip errors within 30 days of the pay date.", country="all"),
+    _chunk("sick-de", 0, "Sick pay in Germany: full salary for 6 weeks per illness.", country="DE"),
+    _chunk(
+        "bikes", 0, "Bike leasing lets you lease a bicycle through salary conversion.", country="DE"
+    ),
+]
+
+
+@pytest.fixture()
+def store() -> FakeStore:
+    return FakeStore(list(CHUNKS))
+
+
+def test_rrf_weights_and_ties() -> None:
+    fused = reciprocal_rank_fusion([["a", "b", "c"], ["b", "a"]], k=60)
+    assert [d for d, _ in fused] == ["a", "b", "c"]  # a and b tie; a was seen first
+    assert fused[0][1] == pytest.approx(1 / 61 + 1 / 62)
+    weighted = reciprocal_rank_fusion([["a", "b"], ["b", "a"]], k=60, weights=[1.0, 3.0])
+    assert weighted[0][0] == "b"
+    with pytest.raises(ValueError, match="2 weights for 1 rankings"):
+        reciprocal_rank_fusion([["a"]], weights=[1.0, 2.0])
+
+
+def test_history_query_keeps_newest_turns_within_budget() -> None:
+    history = [
+        {"role": "user", "text": "first turn about bicycles " * 20},
+        {"role": "agent", "text": "older answer about payslips"},
+        ("user", "how many days of annual leave"),
+    ]
+    q = history_query("Can I carry them over?", history, budget_tokens=20)
+    assert q.startswith("Can I carry them over?")
+    assert "how many days of annual leave" in q and "older answer about payslips" in q
+    assert q.index("older answer") < q.index("how many days")  # chronological after the question
+    assert "bicycles" in q  # the budget is filled with the tail of the turn that did not fit
+    assert q.count("bicycles") < 20
+    assert history_query("Q?", history, budget_tokens=0) == "Q?"
+    assert history_query("Q?", [], budget_tokens=100) == "Q?"
+
+
+def test_filter_reaches_every_store_call_and_changes_the_answer(store: FakeStore) -> None:
+    retriever = HybridRetriever(store)
+    query = RetrievalQuery(
+        "How many days of annual leave do I get?", "How many days of annual leave do I get?"
+    )
+    de = retriever.search(query, where={"country": "DE"}, doc_k=3, paragraph_k=3)
+    us = retriever.search(query, where={"country": ["US"]}, doc_k=3, paragraph_k=3)
+    assert de[0]["doc_id"] == "leave-de" and us[0]["doc_id"] == "leave-us"
+    assert all(p["metadata"]["country"] in ("DE", "all") for p in de)
+    assert all(p["metadata"]["country"] in ("US", "all") for p in us)
+    assert store.wheres and all(w in ({"country": "DE"}, {"country": ["US"]}) for w in store.wheres)
+
+
+def test_history_brings_the_follow_up_to_the_right_document(store: FakeStore) -> None:
+    retriever = HybridRetriever(store)
+    history = [
+        ("user", "How many days of annual leave do I get in the US?"),
+        ("agent", "You get 20 days."),
+    ]
+    question = "What's the deadline for carried hours?"
+    docs = retriever.rank_documents(
+        RetrievalQuery(question, history_query(question, history, 100)), where=None, k=3
+    )
+    assert docs[0][0] == "leave-us"
+    assert docs == sorted(docs, key=lambda d: -d[1])
+
+
+def test_search_fills_scores_and_keywords_move_paragraphs(store: FakeStore) -> None:
+    retriever = HybridRetriever(store, RetrievalSettings(lexical_paragraph_weight=0.0))
+    base = RetrievalQuery("annual leave Germany", "annual leave Germany")
+    plain = retriever.search(base, where={"country": "DE"}, doc_k=1, paragraph_k=2)
+    assert {p["doc_id"] for p in plain} == {"leave-de"}
+    assert plain[0]["position"] == 0
+    for p in plain:
+        assert {"score", "doc_score", "paragraph_score", "rank"} <= p.keys()
+    boosted = retriever.search(
+        RetrievalQuery(base.question, base.history_query, ("carry", "unused", "March")),
+        where={"country": "DE"},
+        doc_k=1,
+        paragraph_k=2,
+    )
+    assert boosted[0]["position"] == 1, "keyword cosines should lift the carry-over paragraph"
+    assert [p["rank"] for p in boosted] == [1, 2]
+
+
+def test_paragraph_scoring_off_keeps_document_order(store: FakeStore) -> None:
+    retriever = HybridRetriever(store)
+    q = RetrievalQuery("payslip errors", "payslip errors")
+    passages = retriever.search(q, where=None, doc_k=2, paragraph_k=4, paragraph_scoring=False)
+    first_doc = passages[0]["doc_id"]
+    assert [p["position"] for p in passages if p["doc_id"] == first_doc] == [0, 1]
+
+
+def test_query_embeddings_are_cached(store: FakeStore) -> None:
+    retriever = HybridRetriever(store)
+    q = RetrievalQuery("sick pay", "sick pay in Germany", ("illness",))
+    retriever.search(q, where=None)
+    n = sum(len(c) for c in store.embedder.calls)
+    retriever.search(q, where=None)
+    assert sum(len(c) for c in store.embedder.calls) == n, (
+        "a repeated query must not be embedded again"
+    )
+
+
+def test_empty_scope_returns_nothing(store: FakeStore) -> None:
+    retriever = HybridRetriever(store)
+    q = RetrievalQuery("annual leave", "annual leave")
+    assert retriever.search(q, where={"country": "FR", "region": "x"}) == []
+
+
+def test_fuse_rerank_keeps_n_ranked() -> None:
+    def p(i: int, score: float, para: float, doc: float) -> Passage:
+        passage = Passage(**_chunk(f"d{i}", 0, "text"))
+        passage.update(score=score, paragraph_score=para, doc_score=doc)
+        return passage
+
+    passages = [p(0, 0.2, 0.1, 0.9), p(1, 0.9, 0.8, 0.5), p(2, 0.5, 0.9, 0.4), p(3, 0.1, 0.0, 0.1)]
+    kept = fuse_rerank(passages, 2)
+    assert [k["doc_id"] for k in kept] == ["d1", "d2"]
+    assert [k["rank"] for k in kept] == [1, 2]
+    assert kept[0]["rerank_score"] >= kept[1]["rerank_score"]
+    assert fuse_rerank([], 3) == []
