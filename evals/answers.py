@@ -477,6 +477,37 @@ def run_pairwise(
     return {"a": system, "b": baseline, **J.summarize_pairwise(judged)}
 
 
+def _rows_from_file(out_dir: Path, system: str, wanted: set[str]) -> list[dict[str, Any]]:
+    rows = latest_by_case(read_jsonl(out_dir / system / "cases.jsonl"))
+    return [row for cid, row in rows.items() if cid in wanted]
+
+
+def summarize_run(out_dir: str | Path, case_ids: Iterable[str]) -> dict[str, Any]:
+    """The summary of every system an out dir holds (this invocation's and earlier ones'), from
+    its files: cases, judges and pairwise verdicts of the given cases. Writes OUT/summary.json."""
+    from reground.evals.judges import summarize_pairwise
+
+    out = Path(out_dir)
+    wanted = set(case_ids)
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    systems = [s for s in config.get("systems", []) if (out / s / "cases.jsonl").is_file()]
+    per_system = {}
+    for name in systems:
+        judged = latest_by_case(read_jsonl(out / name / "judges.jsonl"))
+        per_system[name] = system_summary(
+            _rows_from_file(out, name, wanted), [j for cid, j in judged.items() if cid in wanted]
+        )
+    pairwise: dict[str, Any] = {}
+    for path in sorted((out / "pairwise").glob("*__vs__*.jsonl")):
+        a, b = path.stem.split("__vs__", 1)
+        verdicts = [j for cid, j in latest_by_case(read_jsonl(path)).items() if cid in wanted]
+        if verdicts:
+            pairwise[f"{a} vs {b}"] = {"a": a, "b": b, **summarize_pairwise(verdicts)}
+    summary = {"kind": "answers", "config": config, "systems": per_system, "pairwise": pairwise}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return summary
+
+
 # --- the run --------------------------------------------------------------------------------------
 
 
@@ -562,6 +593,7 @@ def run_answers_eval(
     if data_dir:
         base_context["data_dir"] = str(data_dir)
 
+    wanted = {c.case_id for c in selected}
     all_rows: dict[str, list[dict[str, Any]]] = {}
     for name in names:
         if name in GRAPH_SYSTEMS:
@@ -572,8 +604,6 @@ def run_answers_eval(
             runner = baseline_runner(name, chat_model=model, store=store)
         all_rows[name] = run_system(name, selected, runner, out, workers=workers, progress=progress)
 
-    judged: dict[str, list[dict[str, Any]]] = {}
-    pairwise: dict[str, Any] = {}
     if judge_model is not None or judge_model_spec:
         jm = (
             judge_model
@@ -581,23 +611,19 @@ def run_answers_eval(
             else _load_model(str(judge_model_spec), max_tokens=JUDGE_MAX_TOKENS)
         )
         per_case = [j for j in judges if j != "pairwise"]
-        if per_case:
-            for name in names:
-                judged[name] = run_judges(
-                    name,
-                    all_rows[name],
-                    jm,
-                    out,
-                    judges=per_case,
-                    workers=workers,
-                    progress=progress,
-                )
-        if "pairwise" in judges and pairwise_baseline in all_rows:
-            base = latest_by_case(all_rows[pairwise_baseline])
+        for name in names if per_case else []:
+            run_judges(
+                name, all_rows[name], jm, out, judges=per_case, workers=workers, progress=progress
+            )
+        base_rows = all_rows.get(pairwise_baseline) or _rows_from_file(
+            out, pairwise_baseline, wanted
+        )
+        if "pairwise" in judges and base_rows:
+            base = latest_by_case(base_rows)
             for name in names:
                 if name == pairwise_baseline:
                     continue
-                pairwise[f"{name} vs {pairwise_baseline}"] = run_pairwise(
+                run_pairwise(
                     name,
                     pairwise_baseline,
                     latest_by_case(all_rows[name]),
@@ -608,11 +634,4 @@ def run_answers_eval(
                     progress=progress,
                 )
 
-    summary = {
-        "kind": "answers",
-        "config": config,
-        "systems": {name: system_summary(all_rows[name], judged.get(name, ())) for name in names},
-        "pairwise": pairwise,
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    return summary
+    return summarize_run(out, wanted)

@@ -403,17 +403,20 @@ def test_cli_handlers(
     add_commands(parser.add_subparsers(dest="command"))
     docs, cases = files
     run = tmp_path / "run"
-    run_answers_eval(
-        docs,
-        cases,
-        systems="naive_rag",
-        limit=2,
-        seed=0,
-        out_dir=run,
-        chat_model=ScriptedChatModel(script={"answer": [_answer_from_prompt]}),
-        store=MemoryStore(DOCS),
-        progress=False,
-    )
+    for system in ("naive_rag", "no_retrieval"):  # systems run one at a time into one out dir
+        summary = run_answers_eval(
+            docs,
+            cases,
+            systems=system,
+            limit=2,
+            seed=0,
+            out_dir=run,
+            chat_model=ScriptedChatModel(script={"answer": [_answer_from_prompt]}),
+            store=MemoryStore(DOCS),
+            progress=False,
+        )
+    assert list(summary["systems"]) == ["naive_rag", "no_retrieval"]
+    assert summary["systems"]["naive_rag"]["n_cases"] == 2
 
     def main(*argv: str) -> int:
         args = parser.parse_args(list(argv))
