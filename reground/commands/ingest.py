@@ -1,0 +1,35 @@
+"""`reground ingest`: index files and folders into a collection."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from reground.tools.ingest import ingest
+    from reground.tools.store import PassageStore, StoreError
+
+    try:
+        store = PassageStore.open(args.collection, data_dir=args.data_dir, chroma_url=args.chroma_url or "", create=True)
+    except StoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    summary = ingest(args.paths, store, max_tokens=args.max_tokens, delete=args.delete or (), progress=not args.quiet)
+    for error in summary.errors:
+        print(f"error: {error}", file=sys.stderr)
+    print(f"{store.collection}: {summary}")
+    return 1 if summary.errors else 0
+
+
+def add_commands(subparsers: Any) -> None:
+    parser = subparsers.add_parser("ingest", help="index .jsonl/.md/.txt/.html/.pdf files and folders into a collection")
+    parser.add_argument("paths", nargs="*", help="files or folders")
+    parser.add_argument("--collection", required=True, help="collection name (created if missing)")
+    parser.add_argument("--data-dir", help="store directory (default: $REGROUND_DATA_DIR or ~/.local/share/reground)")
+    parser.add_argument("--chroma-url", help="a Chroma server (chroma run) instead of the embedded store")
+    parser.add_argument("--max-tokens", type=int, default=160, help="chunk size in tokens (default 160)")
+    parser.add_argument("--delete", nargs="+", metavar="DOC_ID", help="remove these documents")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(func=cmd_ingest)

@@ -1,0 +1,98 @@
+"""Ingest documents into a store: idempotent by content hash, crash-safe per document, with a progress bar."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from reground.tools.chunking import DEFAULT_MAX_TOKENS, chunk_document
+from reground.tools.loaders import Document, LoadError, load_paths
+from reground.tools.store import PassageStore
+
+
+@dataclass
+class IngestSummary:
+    documents: int = 0
+    chunks_added: int = 0
+    unchanged: int = 0
+    replaced: int = 0
+    deleted: int = 0
+    skipped: int = 0
+    errors: list[LoadError] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return (
+            f"{self.documents} documents ({self.replaced} replaced, {self.unchanged} unchanged), "
+            f"{self.chunks_added} chunks added, {self.deleted} deleted, {self.skipped} skipped, "
+            f"{len(self.errors)} errors"
+        )
+
+    def as_dict(self) -> dict[str, object]:
+        data = asdict(self)
+        data["errors"] = [str(e) for e in self.errors]
+        return data
+
+
+def content_hash(doc: Document, max_tokens: int) -> str:
+    """Changes when anything a chunk carries changes (text, title, url, metadata, chunk size)."""
+    payload = json.dumps([doc.title, doc.text, doc.url, doc.metadata, max_tokens], sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def ingest_documents(
+    documents: Sequence[Document],
+    store: PassageStore,
+    *,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    progress: bool = True,
+    summary: IngestSummary | None = None,
+) -> IngestSummary:
+    summary = summary or IngestSummary()
+    known = store.document_hashes()
+    seen: set[str] = set()
+    for doc in tqdm(documents, desc=f"ingest → {store.collection}", unit="doc", disable=not progress):
+        if doc.doc_id in seen:
+            summary.errors.append(LoadError(doc.source or doc.doc_id, f"duplicate doc_id {doc.doc_id!r}; kept the first"))
+            summary.skipped += 1
+            continue
+        seen.add(doc.doc_id)
+        digest = content_hash(doc, max_tokens)
+        if known.get(doc.doc_id) == digest:
+            summary.unchanged += 1
+            summary.documents += 1
+            continue
+        chunks = chunk_document(doc, max_tokens=max_tokens)
+        if not chunks:
+            summary.errors.append(LoadError(doc.source or doc.doc_id, "no text to index"))
+            summary.skipped += 1
+            continue
+        store.replace_document(doc.doc_id, digest, chunks)
+        summary.documents += 1
+        summary.chunks_added += len(chunks)
+        summary.replaced += int(doc.doc_id in known)
+    return summary
+
+
+def ingest(
+    paths: Sequence[str | Path],
+    store: PassageStore,
+    *,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    delete: Sequence[str] = (),
+    progress: bool = True,
+) -> IngestSummary:
+    """Load every path, (re)index changed documents, delete the named ones; bad files are reported, not fatal."""
+    summary = IngestSummary()
+    for doc_id in delete:
+        removed = store.delete_document(doc_id)
+        summary.deleted += 1 if removed else 0
+        if not removed:
+            summary.errors.append(LoadError(doc_id, f"no document {doc_id!r} in collection {store.collection!r}"))
+    documents, errors = load_paths(paths) if paths else ([], [])
+    summary.errors.extend(errors)
+    return ingest_documents(documents, store, max_tokens=max_tokens, progress=progress, summary=summary)

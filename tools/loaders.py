@@ -1,0 +1,170 @@
+"""Read documents from .jsonl, .md, .txt, .html and .pdf files and folders; bad files are reported by name."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SUPPORTED = (".jsonl", ".md", ".markdown", ".txt", ".html", ".htm", ".pdf")
+RESERVED = {"doc_id", "title", "text", "url"}
+Scalar = str | int | float | bool
+
+
+@dataclass
+class Document:
+    doc_id: str
+    title: str
+    text: str
+    url: str = ""
+    metadata: dict[str, Scalar] = field(default_factory=dict)
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class LoadError:
+    """A file (or a line of one) that could not be read, and why."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+def _scalar_metadata(raw: dict[str, Any], where: str) -> dict[str, Scalar]:
+    """Metadata must be scalar to be filterable; lists of scalars are joined with ','."""
+    out: dict[str, Scalar] = {}
+    for key, value in raw.items():
+        if key in RESERVED or value is None:
+            continue
+        if isinstance(value, (str, int, float, bool)):
+            out[key] = value
+        elif isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
+            out[key] = ",".join(str(v) for v in value)
+        else:
+            raise ValueError(f"{where}: metadata field {key!r} must be a string, number, boolean or list of them")
+    return out
+
+
+def _looks_binary(data: bytes) -> bool:
+    return b"\x00" in data[:8192]
+
+
+def _read_text(path: Path) -> str:
+    data = path.read_bytes()
+    if not data.strip():
+        raise ValueError("the file is empty")
+    if _looks_binary(data):
+        raise ValueError("the file is binary, not text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+
+
+def _load_jsonl(path: Path, errors: list[LoadError]) -> Iterator[Document]:
+    text = _read_text(path)
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict):
+                raise ValueError("the line is not a JSON object")
+            missing = [k for k in ("doc_id", "text") if not str(record.get(k, "")).strip()]
+            if missing:
+                raise ValueError(f"missing or empty {', '.join(missing)}")
+            yield Document(
+                doc_id=str(record["doc_id"]),
+                title=str(record.get("title") or record["doc_id"]),
+                text=str(record["text"]),
+                url=str(record.get("url") or ""),
+                metadata=_scalar_metadata(record, where),
+                source=str(path),
+            )
+        except json.JSONDecodeError as exc:
+            errors.append(LoadError(where, f"malformed JSON: {exc.msg}"))
+        except ValueError as exc:
+            errors.append(LoadError(where, str(exc)))
+
+
+def _title_from_markdown(text: str, fallback: str) -> str:
+    for line in text.splitlines():
+        if line.startswith("#"):
+            return line.lstrip("#").strip() or fallback
+    return fallback
+
+
+def _load_html(path: Path) -> tuple[str, str]:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(_read_text(path), "html.parser")
+    for tag in soup(["script", "style", "nav", "footer"]):
+        tag.decompose()
+    title = soup.title.get_text(strip=True) if soup.title else path.stem
+    blocks = [el.get_text(" ", strip=True) for el in soup.find_all(["h1", "h2", "h3", "h4", "p", "li", "td", "pre"])]
+    text = "\n\n".join(
+        ("# " + b if el.name in {"h1", "h2", "h3", "h4"} else b)
+        for el, b in zip(soup.find_all(["h1", "h2", "h3", "h4", "p", "li", "td", "pre"]), blocks, strict=True)
+        if b
+    )
+    return title, text or soup.get_text("\n", strip=True)
+
+
+def _load_pdf(path: Path) -> tuple[str, str]:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(str(path))
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except (PdfReadError, ValueError, OSError) as exc:
+        raise ValueError(f"not a readable PDF ({exc})") from exc
+    title = str((reader.metadata or {}).get("/Title") or path.stem)
+    return title, "\n\n".join(p.strip() for p in pages if p.strip())
+
+
+def _load_file(path: Path, root: Path, errors: list[LoadError]) -> Iterator[Document]:
+    suffix = path.suffix.lower()
+    doc_id = str(path.relative_to(root)) if root != path else path.name
+    try:
+        if suffix == ".jsonl":
+            yield from _load_jsonl(path, errors)
+            return
+        if suffix in (".md", ".markdown", ".txt"):
+            text = _read_text(path)
+            title = _title_from_markdown(text, path.stem) if suffix != ".txt" else path.stem
+        elif suffix in (".html", ".htm"):
+            title, text = _load_html(path)
+        elif suffix == ".pdf":
+            title, text = _load_pdf(path)
+        else:
+            errors.append(LoadError(str(path), f"unsupported file type {suffix or '(none)'}; use one of {SUPPORTED}"))
+            return
+        if not text.strip():
+            raise ValueError("no text could be extracted")
+        yield Document(doc_id=doc_id, title=title, text=text, source=str(path))
+    except PermissionError:
+        errors.append(LoadError(str(path), "permission denied"))
+    except (OSError, ValueError) as exc:
+        errors.append(LoadError(str(path), str(exc)))
+
+
+def load_paths(paths: Sequence[str | Path]) -> tuple[list[Document], list[LoadError]]:
+    """Every document under the paths, plus an error per file (or line) that could not be read."""
+    documents: list[Document] = []
+    errors: list[LoadError] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            errors.append(LoadError(str(path), "no such file or directory"))
+        elif path.is_dir():
+            for file in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
+                documents.extend(_load_file(file, path, errors))
+        else:
+            documents.extend(_load_file(path, path, errors))
+    return documents, errors
