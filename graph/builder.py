@@ -12,7 +12,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
-
 from reground.graph.context import Context
 from reground.graph.state import InputState, OutputState, State, TraceEvent
 from reground.nodes.answer import answer
@@ -75,9 +74,7 @@ def route_start(state: State) -> Literal["refine_question", "finalize"]:
     return "refine_question" if state.get("question") else "finalize"
 
 
-def route_after_check(
-    state: State, runtime: Runtime[Context]
-) -> Literal["re_ground", "refine", "review", "finalize"]:
+def route_after_check(state: State, runtime: Runtime[Context]) -> Literal["re_ground", "refine", "review", "finalize"]:
     context = runtime.context
     draft = state.get("draft")
     if draft is None:

@@ -75,7 +75,7 @@ class Context:
         default_factory=dict,
         metadata=_describe(
             "The user's scope, applied to every retrieval stage: {field: value} or {field: [values]}, "
-            "e.g. {\"country\": \"DE\", \"employment_type\": \"full-time\"}. A document whose field is "
+            'e.g. {"country": "DE", "employment_type": "full-time"}. A document whose field is '
             "'all' matches any value."
         ),
     )
@@ -159,7 +159,8 @@ class Context:
         metadata=_describe("Weights w of the proxy metrics in the improvement test."),
     )
     improvement_lambda: float = field(
-        default=1.5, metadata=_describe("A refined answer replaces the old one only if its weighted improvement exceeds this.")
+        default=1.5,
+        metadata=_describe("A refined answer replaces the old one only if its weighted improvement exceeds this."),
     )
     use_reground: bool = field(default=True, metadata=_describe("Enable the re-grounding loop."))
     use_principle_refinement: bool = field(default=True, metadata=_describe("Enable the ProMiSe refinement loop."))
@@ -175,11 +176,10 @@ class Context:
 
     # --- prompts -----------------------------------------------------------------------
     refine_question_prompt: str = field(
-        default=refine_question_prompts.SYSTEM, metadata=_describe("Prompt: rewrite a follow-up as a standalone question.")
+        default=refine_question_prompts.SYSTEM,
+        metadata=_describe("Prompt: rewrite a follow-up as a standalone question."),
     )
-    keywords_prompt: str = field(
-        default=keyword_prompts.SYSTEM, metadata=_describe("Prompt: extract keywords.")
-    )
+    keywords_prompt: str = field(default=keyword_prompts.SYSTEM, metadata=_describe("Prompt: extract keywords."))
     rerank_prompt: str = field(default=rerank_prompts.TASK, metadata=_describe("Prompt: listwise LLM rerank."))
     self_check_prompt: str = field(
         default=self_check_prompts.TASK, metadata=_describe("Prompt: judge each passage helpful or not.")

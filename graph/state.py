@@ -6,7 +6,6 @@ from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
-
 from reground.tools.types import Passage
 
 

@@ -108,7 +108,10 @@ def answer(state: State, env: NodeEnv) -> dict[str, Any]:
     judgements = (
         self_check(passages, state, env)
         if context.use_self_check
-        else [PassageJudgement(number=i, chunk_id=p["chunk_id"], helpful=True, reason="") for i, p in enumerate(passages, 1)]
+        else [
+            PassageJudgement(number=i, chunk_id=p["chunk_id"], helpful=True, reason="")
+            for i, p in enumerate(passages, 1)
+        ]
     )
     helpful = [j["number"] for j in judgements if j["helpful"]]
     if not helpful:
@@ -139,4 +142,3 @@ def answer(state: State, env: NodeEnv) -> dict[str, Any]:
         return {"judgements": judgements, "draft": make_draft(text, passages, state), "draft_checked": False}
     best = majority_best([d["principle_scores"] for d in drafts])
     return {"judgements": judgements, "draft": drafts[best], "draft_checked": False}
-

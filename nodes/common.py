@@ -9,7 +9,6 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
-
 from reground.graph.context import Context
 from reground.prompts import answer as answer_prompts
 from reground.tools.chat import CallStats

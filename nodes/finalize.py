@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
-
 from reground.graph.context import Context
 from reground.graph.state import Citation, Draft, State, TurnResult
 from reground.nodes.common import NodeEnv

@@ -6,7 +6,6 @@ import re
 from typing import Any
 
 import numpy as np
-
 from reground.graph.state import Draft, State
 from reground.nodes.common import NodeEnv, grounded_messages
 from reground.tools.chat import LLMReplyError, call_parsed
@@ -28,9 +27,7 @@ def parse_unsupported(text: str) -> list[str]:
     if re.fullmatch(r"(?i)\**\s*none\s*\**", stripped) or re.match(r"(?i)^(none|no unsupported)", stripped):
         return []
     claims = [
-        line.strip().lstrip("-*•").strip()
-        for line in text.splitlines()
-        if re.match(r"^\s*([-*•]|\d+[.)])\s+", line)
+        line.strip().lstrip("-*•").strip() for line in text.splitlines() if re.match(r"^\s*([-*•]|\d+[.)])\s+", line)
     ]
     claims = [c for c in claims if c and not re.fullmatch(r"(?i)none\.?", c)]
     if not claims:
@@ -76,7 +73,10 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
     if context.use_llm_groundedness_judge:
         model = env.services.chat(context, "judge")
         messages = grounded_messages(
-            passages, state.get("history", []), state["question"], context.groundedness_prompt.format(answer=draft["text"])
+            passages,
+            state.get("history", []),
+            state["question"],
+            context.groundedness_prompt.format(answer=draft["text"]),
         )
         try:
             unsupported = call_parsed(model, messages, parse_unsupported, env.stats, tags=["check_groundedness"])

@@ -8,23 +8,13 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator
-
 from reground.graph.state import State
 from reground.nodes.common import NodeEnv, format_history
 from reground.prompts import keywords as prompts
 from reground.tools.chat import LLMReplyError, call_structured
+from reground.tools.lexical import STOPWORDS
 from reground.tools.llm import structured_output_method
 
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have
-    having he her here hers herself him himself his how i if in into is it its itself just me more most my
-    myself no nor not now of off on once only or other our ours ourselves out over own same she should so
-    some such than that the their theirs them themselves then there these they this those through to too
-    under until up very was we were what when where which while who whom why will with would you your
-    yours yourself yourselves ok okay yes please thanks thank hi hello get got need want know like tell
-    would could may might must shall also still much many one lot let make sure well really""".split()
-)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]{2,}")
 
 

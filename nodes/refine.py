@@ -53,8 +53,11 @@ def refine(state: State, env: NodeEnv) -> dict[str, Any]:
         model = env.services.chat(context, "answer")
         try:
             text = call_parsed(
-                model, grounded_messages(passages, state.get("history", []), state["question"], task), _usable,
-                env.stats, tags=["refine", principle],
+                model,
+                grounded_messages(passages, state.get("history", []), state["question"], task),
+                _usable,
+                env.stats,
+                tags=["refine", principle],
             )
         except LLMReplyError:
             continue
@@ -66,7 +69,9 @@ def refine(state: State, env: NodeEnv) -> dict[str, Any]:
     best = candidates[majority_best([c["principle_scores"] for c in candidates])]
     gain = weighted_improvement(best["principle_scores"], current["principle_scores"], context.principle_weights)
     if gain <= context.improvement_lambda:
-        env.stats.notes.append(f"refinement gain {gain:.2f} <= lambda {context.improvement_lambda}; kept the old answer")
+        env.stats.notes.append(
+            f"refinement gain {gain:.2f} <= lambda {context.improvement_lambda}; kept the old answer"
+        )
         return {"refine_iterations": iteration}
     env.stats.notes.append(f"refinement gain {gain:.2f} > lambda; answer replaced")
     return {"refine_iterations": iteration, "draft": best, "draft_checked": False}

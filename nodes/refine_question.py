@@ -6,7 +6,6 @@ import re
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
-
 from reground.graph.state import State
 from reground.nodes.common import NodeEnv, format_history
 from reground.prompts import refine_question as prompts

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.messages import HumanMessage
-
 from reground.graph.state import State
 from reground.nodes.common import NodeEnv, format_history
 from reground.nodes.keywords import lexical_keywords

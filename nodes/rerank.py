@@ -29,9 +29,7 @@ def parse_relevance(text: str, count: int) -> dict[int, float]:
 
 def _with_scores(passages: list[Passage], scores: dict[int, float], n: int) -> list[Passage]:
     # Unscored passages keep their retrieval order below the scored ones' equal scores.
-    ranked = sorted(
-        range(len(passages)), key=lambda i: (-scores.get(i + 1, 0.0), i)
-    )
+    ranked = sorted(range(len(passages)), key=lambda i: (-scores.get(i + 1, 0.0), i))
     kept = []
     for rank, index in enumerate(ranked[:n], start=1):
         passage = Passage(**passages[index])

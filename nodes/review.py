@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.types import interrupt
-
 from reground.graph.context import Context
 from reground.graph.state import State
 from reground.nodes.common import NodeEnv
@@ -35,7 +34,10 @@ def review(state: State, env: NodeEnv) -> dict[str, Any]:
             "passed": passed,
             "fallback_reason": reason,
             "groundedness": draft["groundedness"] if draft else 0.0,
-            "passages": [{"doc_id": p["doc_id"], "title": p.get("title", ""), "text": p["text"]} for p in state.get("passages", [])],
+            "passages": [
+                {"doc_id": p["doc_id"], "title": p.get("title", ""), "text": p["text"]}
+                for p in state.get("passages", [])
+            ],
             "resume_with": {"action": "approve | edit | reject", "answer": "the edited answer (for edit)"},
         }
     )
@@ -45,4 +47,10 @@ def review(state: State, env: NodeEnv) -> dict[str, Any]:
         raise ValueError(f"review resume value must be {{'action': one of {ACTIONS}, 'answer': ...}}, got {decision!r}")
     if decision["action"] == "edit" and not str(decision.get("answer", "")).strip():
         raise ValueError("review action 'edit' needs a non-empty 'answer'")
-    return {"review": {"action": decision["action"], "answer": decision.get("answer", ""), "reviewer_note": decision.get("note", "")}}
+    return {
+        "review": {
+            "action": decision["action"],
+            "answer": decision.get("answer", ""),
+            "reviewer_note": decision.get("note", ""),
+        }
+    }

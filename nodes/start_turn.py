@@ -6,7 +6,6 @@ import time
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-
 from reground.graph.state import State
 from reground.nodes.common import NodeEnv
 from reground.tools.chat import message_text

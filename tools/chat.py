@@ -12,7 +12,6 @@ from typing import Any, TypeVar
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
-
 from reground.tools.llm import LLMUnavailableError
 
 T = TypeVar("T")
@@ -55,9 +54,7 @@ class CallStats:
 _CONNECTION_ERRORS = ("APIConnectionError", "ConnectError", "ConnectionError", "APITimeoutError")
 
 
-def _invoke(
-    model: BaseChatModel, messages: Sequence[BaseMessage], stats: CallStats, tags: Sequence[str]
-) -> AIMessage:
+def _invoke(model: BaseChatModel, messages: Sequence[BaseMessage], stats: CallStats, tags: Sequence[str]) -> AIMessage:
     started = time.perf_counter()
     try:
         reply = model.invoke(list(messages), config={"tags": list(tags)})

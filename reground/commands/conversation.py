@@ -40,7 +40,7 @@ def _context(args: argparse.Namespace, **overrides: Any) -> Any:
         try:
             values["metadata_filter"] = json.loads(args.filter)
         except json.JSONDecodeError as exc:
-            raise SystemExit(f"--filter must be a JSON object, e.g. '{{\"country\": \"DE\"}}': {exc}") from exc
+            raise SystemExit(f'--filter must be a JSON object, e.g. \'{{"country": "DE"}}\': {exc}') from exc
     if getattr(args, "review", None):
         values["review_mode"] = args.review
     values.update(overrides)

@@ -12,7 +12,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from reground.tools.store import PassageStore, StoreError
 
     try:
-        store = PassageStore.open(args.collection, data_dir=args.data_dir, chroma_url=args.chroma_url or "", create=True)
+        store = PassageStore.open(
+            args.collection, data_dir=args.data_dir, chroma_url=args.chroma_url or "", create=True
+        )
     except StoreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -24,7 +26,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def add_commands(subparsers: Any) -> None:
-    parser = subparsers.add_parser("ingest", help="index .jsonl/.md/.txt/.html/.pdf files and folders into a collection")
+    parser = subparsers.add_parser(
+        "ingest", help="index .jsonl/.md/.txt/.html/.pdf files and folders into a collection"
+    )
     parser.add_argument("paths", nargs="*", help="files or folders")
     parser.add_argument("--collection", required=True, help="collection name (created if missing)")
     parser.add_argument("--data-dir", help="store directory (default: $REGROUND_DATA_DIR or ~/.local/share/reground)")

@@ -23,7 +23,9 @@ def test_wheel_puts_everything_under_the_reground_package(tmp_path: Path) -> Non
     wheel = next(tmp_path.glob("reground-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     top_levels = {name.split("/")[0] for name in names}
-    assert top_levels == {"reground", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}, top_levels
+    assert top_levels == {"reground", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}, (
+        top_levels
+    )
     for expected in (
         "reground/__init__.py",
         "reground/cli.py",

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-
 from reground.graph.builder import build_graph, run_config
 from reground.graph.context import Context
 from reground.tools.fake_chat import ScriptedChatModel
@@ -147,7 +146,9 @@ def test_review_interrupt_and_resume_with_an_edit(hr_store: Any, context: Contex
     graph = make_graph(model, hr_store)
     ctx = Context(**{**context.__dict__, "review_mode": "all"})
     config = run_config(ctx, configurable={"thread_id": "review"})
-    graph.invoke({"messages": [{"role": "user", "content": "How much annual leave do I get?"}]}, config=config, context=ctx)
+    graph.invoke(
+        {"messages": [{"role": "user", "content": "How much annual leave do I get?"}]}, config=config, context=ctx
+    )
     state = graph.get_state(config)
     assert state.next == ("review",)
     assert state.interrupts and "proposed_answer" in state.interrupts[0].value
@@ -161,7 +162,9 @@ def test_review_reject_returns_the_fallback(hr_store: Any, context: Context) -> 
     graph = make_graph(model, hr_store)
     ctx = Context(**{**context.__dict__, "review_mode": "all"})
     config = run_config(ctx, configurable={"thread_id": "reject"})
-    graph.invoke({"messages": [{"role": "user", "content": "How much annual leave do I get?"}]}, config=config, context=ctx)
+    graph.invoke(
+        {"messages": [{"role": "user", "content": "How much annual leave do I get?"}]}, config=config, context=ctx
+    )
     out = graph.invoke(Command(resume={"action": "reject"}), config=config, context=ctx)
     assert out["result"]["fallback_reason"] == "rejected by the reviewer"
     assert not out["result"]["passed"]
@@ -183,7 +186,9 @@ def test_metadata_filter_applies_to_every_stage(hr_store: Any, context: Context)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     verdicts=st.lists(st.sampled_from(["NONE", "- made up claim", "garbage", ""]), min_size=1, max_size=8),
-    answers=st.lists(st.sampled_from([UNRELATED, "", "The documents do not cover it.", "What do you mean?"]), min_size=1, max_size=5),
+    answers=st.lists(
+        st.sampled_from([UNRELATED, "", "The documents do not cover it.", "What do you mean?"]), min_size=1, max_size=5
+    ),
     max_reground=st.integers(min_value=0, max_value=3),
     max_refine=st.integers(min_value=0, max_value=2),
 )
@@ -201,7 +206,9 @@ def test_graph_terminates_for_any_sequence_of_verdicts(
     )
     graph = build_graph(chat_model=model, store=hr_store)
     out = graph.invoke(
-        {"messages": [{"role": "user", "content": "How much annual leave do I get?"}]}, config=run_config(ctx), context=ctx
+        {"messages": [{"role": "user", "content": "How much annual leave do I get?"}]},
+        config=run_config(ctx),
+        context=ctx,
     )
     result = out["result"]
     assert result["reground_attempts"] <= max_reground and result["refine_iterations"] <= max_refine
