@@ -69,9 +69,7 @@ class ReportError(ValueError):
 def _load_summary(run: Path) -> dict[str, Any]:
     path = run / "summary.json"
     if not path.is_file():
-        raise ReportError(
-            f"{path} not found: pass directories written by `reground eval retrieval|answers`"
-        )
+        raise ReportError(f"{path} not found: pass directories written by `reground eval retrieval|answers`")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -100,16 +98,11 @@ def _fmt(value: Any, spec: str) -> str:
         return str(value)
 
 
-def _table(
-    rows: Sequence[tuple[str, Mapping[str, Any]]], columns: Sequence[tuple[str, str, str]]
-) -> str:
+def _table(rows: Sequence[tuple[str, Mapping[str, Any]]], columns: Sequence[tuple[str, str, str]]) -> str:
     used = [c for c in columns if any(m.get(c[0]) is not None for _, m in rows)]
     head = "| system | " + " | ".join(title for _, title, _ in used) + " |"
     sep = "|---|" + "---|" * len(used)
-    body = [
-        "| " + " | ".join([name, *(_fmt(m.get(k), f) for k, _, f in used)]) + " |"
-        for name, m in rows
-    ]
+    body = ["| " + " | ".join([name, *(_fmt(m.get(k), f) for k, _, f in used)]) + " |" for name, m in rows]
     return "\n".join([head, sep, *body])
 
 
@@ -129,25 +122,14 @@ def plot_recall_curves(systems: Mapping[str, Mapping[str, Any]], path: Path) -> 
         ks = sorted(int(k.split("@")[1]) for k in metrics if re.fullmatch(r"recall@\d+", str(k)))
         ax.plot(ks, [metrics[f"recall@{k}"] for k in ks], marker="o", label=name)
     ax.set(xlabel="k (documents)", ylabel="recall@k", title="Document recall@k", ylim=(0, 1.02))
-    ax.set_xticks(
-        sorted(
-            {
-                int(k.split("@")[1])
-                for m in systems.values()
-                for k in m
-                if str(k).startswith("recall@")
-            }
-        )
-    )
+    ax.set_xticks(sorted({int(k.split("@")[1]) for m in systems.values() for k in m if str(k).startswith("recall@")}))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     return _save(fig, path)
 
 
 def plot_metric_bars(systems: Mapping[str, Mapping[str, Any]], path: Path) -> str:
-    metrics = [
-        (k, t) for k, t in BAR_METRICS if any(s.get(k) is not None for s in systems.values())
-    ]
+    metrics = [(k, t) for k, t in BAR_METRICS if any(s.get(k) is not None for s in systems.values())]
     names = list(systems)
     fig, ax = plt.subplots(figsize=(max(7, 1.4 * len(metrics) + 0.5 * len(names)), 4.8))
     width = 0.8 / max(len(names), 1)
@@ -206,29 +188,32 @@ def plot_latency(rows: Mapping[str, Sequence[Mapping[str, Any]]], path: Path) ->
 
 
 def plot_proxy_vs_final(rows: Mapping[str, Sequence[Mapping[str, Any]]], path: Path) -> str:
-    """Groundedness (graph) or the faithfulness proxy (baselines) against final metrics."""
+    """Row 1: ProMiSe's faithfulness proxy (every system); row 2: groundedness (graph systems)."""
     finals = (("k_precision", "K-Precision"), ("token_f1", "token F1"))
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
-    for ax, (final, title) in zip(axes, finals, strict=True):
-        for name, rs in rows.items():
-            xs, ys = [], []
-            for r in rs:
-                proxy = r.get("groundedness")
-                if proxy is None:
-                    proxy = (r.get("principle_scores") or {}).get("faithfulness")
-                if proxy is not None:
-                    xs.append(float(proxy))
-                    ys.append(float(r["metrics"][final]))
-            ax.scatter(xs, ys, s=14, alpha=0.6, label=name)
-        ax.set(
-            xlabel="proxy: groundedness (graph) / ROUGE-L vs passages (baselines)",
-            ylabel=title,
-            title=f"Proxy vs {title}",
-            xlim=(-0.02, 1.02),
-            ylim=(-0.02, 1.02),
-        )
-        ax.grid(alpha=0.3)
-    axes[-1].legend(fontsize=7)
+    proxies = (
+        ("faithfulness", "faithfulness proxy (ROUGE-L answer vs passages)"),
+        ("groundedness", "groundedness score (graph)"),
+    )
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8.5))
+    for row_axes, (proxy, proxy_title) in zip(axes, proxies, strict=True):
+        for ax, (final, title) in zip(row_axes, finals, strict=True):
+            for index, (name, rs) in enumerate(rows.items()):
+                points = [
+                    (float(v), float(r["metrics"][final]))
+                    for r in rs
+                    if (v := r.get(proxy) if proxy == "groundedness" else (r.get("principle_scores") or {}).get(proxy))
+                    is not None
+                ]
+                if points:
+                    xs, ys = zip(*points, strict=True)
+                    ax.scatter(xs, ys, s=14, alpha=0.6, label=name, color=f"C{index % 10}")
+            ax.set(xlabel=proxy_title, ylabel=title, xlim=(-0.02, 1.02), ylim=(-0.02, 1.02))
+            ax.set_title(f"{proxy} vs {title}", fontsize=10)
+            ax.grid(alpha=0.3)
+            if ax.has_data():
+                ax.legend(fontsize=7)
+            else:
+                ax.text(0.5, 0.5, "no scores in these runs", ha="center", va="center", color="grey")
     return _save(fig, path)
 
 
@@ -322,22 +307,13 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
         if not config:
             lines.append(f"- `{run}`")
             continue
-        shown = {
-            k: v
-            for k, v in config.items()
-            if k not in ("systems",) and not isinstance(v, dict | list)
-        }
+        shown = {k: v for k, v in config.items() if k not in ("systems",) and not isinstance(v, dict | list)}
         lines.append(f"- `{run}`: " + ", ".join(f"{k}={v}" for k, v in shown.items()))
     lines.append("")
     if retrieval:
         lines += ["## Retrieval (document level)", ""]
         ks = sorted(
-            {
-                int(k.split("@")[1])
-                for m in retrieval.values()
-                for k in m
-                if re.fullmatch(r"recall@\d+", str(k))
-            }
+            {int(k.split("@")[1]) for m in retrieval.values() for k in m if re.fullmatch(r"recall@\d+", str(k))}
         )
         cols = [(f"recall@{k}", f"recall@{k}", ".3f") for k in ks] + [("mrr", "MRR", ".3f")]
         timing = [("ms_per_case", "ms / case", ".1f")]
@@ -376,17 +352,14 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
         lines += [f"![latency]({plot_latency(rows, out / 'latency.png')})", ""]
         lines += ["## Proxy metrics vs final metrics", ""]
         lines += [
-            "Spearman / Kendall over all cases of all systems (per-system values in each run's "
-            "`correlation.json`).",
+            "Spearman / Kendall over all cases of all systems (per-system values in each run's `correlation.json`).",
             "",
         ]
         for run, report in correlations:
             lines += [f"Run `{run}`:", "", _correlation_table(report), ""]
         lines += [f"![proxy vs final]({plot_proxy_vs_final(rows, out / 'proxy_vs_final.png')})", ""]
     if not retrieval and not answers:
-        raise ReportError(
-            "no runs to report: pass --runs with retrieval or answers run directories"
-        )
+        raise ReportError("no runs to report: pass --runs with retrieval or answers run directories")
     path = out / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
