@@ -44,7 +44,7 @@ DEFAULT_REPLIES: dict[str, str] = {
 
 
 def task_of(messages: Sequence[BaseMessage]) -> str:
-    text = "\n".join(str(m.content) for m in messages[-2:])
+    text = "\n".join(str(m.content) for m in messages[-3:])  # a repair retry ends with reply + instruction
     for marker, task in TASK_MARKERS:
         if marker in text:
             return task
