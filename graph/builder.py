@@ -33,7 +33,7 @@ DEFAULT_RECURSION_LIMIT = 60
 NodeFn = Callable[[State, NodeEnv], dict[str, Any]]
 
 # Transient failures are retried with backoff; a server that is down is not (it fails at once).
-_TRANSIENT = {"APITimeoutError", "InternalServerError", "RateLimitError", "ReadTimeout", "RemoteProtocolError"}
+_TRANSIENT = {"APITimeoutError", "OpenAITimeoutError", "InternalServerError", "RateLimitError", "ReadTimeout", "RemoteProtocolError"}
 
 
 def _is_transient(exc: Exception) -> bool:

@@ -59,7 +59,12 @@ def self_check(passages: Sequence[Passage], state: State, env: NodeEnv) -> list[
     )
     try:
         judged = call_parsed(
-            model, messages, lambda text: parse_helpfulness(text, len(passages)), env.stats, tags=["self_check"]
+            model,
+            messages,
+            lambda text: parse_helpfulness(text, len(passages)),
+            env.stats,
+            tags=["self_check"],
+            max_tokens=16 * len(passages) + 8,
         )
     except LLMReplyError as exc:
         env.stats.notes.append(f"self-check unusable ({exc}); using every passage")
@@ -132,7 +137,9 @@ def answer(state: State, env: NodeEnv) -> dict[str, Any]:
         temperature = context.temperature if sample == 0 else SAMPLE_TEMPERATURE
         model = env.services.chat(context, "answer", temperature=temperature)
         try:
-            text = call_parsed(model, messages, _non_empty, env.stats, tags=["answer"])
+            text = call_parsed(
+                model, messages, _non_empty, env.stats, tags=["answer"], max_tokens=context.max_answer_tokens
+            )
         except LLMReplyError:
             continue
         drafts.append(make_draft(text, passages, state))

@@ -79,7 +79,9 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
             context.groundedness_prompt.format(answer=draft["text"]),
         )
         try:
-            unsupported = call_parsed(model, messages, parse_unsupported, env.stats, tags=["check_groundedness"])
+            unsupported = call_parsed(
+                model, messages, parse_unsupported, env.stats, tags=["check_groundedness"], max_tokens=120
+            )
             claims = max(1, len(sentences(draft["text"])))
             parts["llm_judge"] = 1.0 - min(1.0, len(unsupported) / claims)
         except LLMReplyError as exc:

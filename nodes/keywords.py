@@ -72,6 +72,7 @@ def extract_keywords(state: State, env: NodeEnv) -> dict[str, Any]:
             env.stats,
             method=structured_output_method(env.context.model_for("refiner")),
             tags=["extract_keywords"],
+            max_tokens=60,
         )
         return {"keywords": reply.keywords}
     except LLMReplyError as exc:

@@ -58,6 +58,7 @@ def refine(state: State, env: NodeEnv) -> dict[str, Any]:
                 _usable,
                 env.stats,
                 tags=["refine", principle],
+                max_tokens=context.max_answer_tokens,
             )
         except LLMReplyError:
             continue

@@ -20,6 +20,7 @@ _ANAPHORA = re.compile(
     re.IGNORECASE,
 )
 _MIN_STANDALONE_WORDS = 6
+REWRITE_MAX_TOKENS = 60
 
 
 def needs_rewrite(question: str, has_history: bool) -> bool:
@@ -52,7 +53,9 @@ def refine_question(state: State, env: NodeEnv) -> dict[str, Any]:
         HumanMessage(prompts.USER.format(history=format_history(history[-6:]), question=question)),
     ]
     try:
-        standalone = call_parsed(model, messages, parse_rewrite, env.stats, tags=["refine_question"])
+        standalone = call_parsed(
+            model, messages, parse_rewrite, env.stats, tags=["refine_question"], max_tokens=REWRITE_MAX_TOKENS
+        )
     except LLMReplyError as exc:
         env.stats.notes.append(f"rewrite unusable ({exc}); using question + recent history")
         standalone = history_query(question, history, env.context.history_token_budget)

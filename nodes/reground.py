@@ -8,7 +8,7 @@ from langchain_core.messages import HumanMessage
 from reground.graph.state import State
 from reground.nodes.common import NodeEnv, format_history
 from reground.nodes.keywords import lexical_keywords
-from reground.nodes.refine_question import parse_rewrite
+from reground.nodes.refine_question import REWRITE_MAX_TOKENS, parse_rewrite
 from reground.tools.chat import LLMReplyError, call_parsed
 from reground.tools.retrieval import history_query
 
@@ -28,7 +28,14 @@ def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
             history=format_history(history[-6:]), question=question, previous_query=state.get("retrieval_query", "")
         )
         try:
-            query = call_parsed(model, [HumanMessage(prompt)], parse_rewrite, env.stats, tags=["re_ground"])
+            query = call_parsed(
+                model,
+                [HumanMessage(prompt)],
+                parse_rewrite,
+                env.stats,
+                tags=["re_ground"],
+                max_tokens=REWRITE_MAX_TOKENS,
+            )
             mode = "rewritten"
         except LLMReplyError as exc:
             env.stats.notes.append(f"query rewrite unusable ({exc}); widening the history instead")

@@ -59,7 +59,12 @@ def rerank(state: State, env: NodeEnv) -> dict[str, Any]:
     )
     try:
         parsed = call_parsed(
-            model, messages, lambda text: parse_relevance(text, len(candidates)), env.stats, tags=["rerank"]
+            model,
+            messages,
+            lambda text: parse_relevance(text, len(candidates)),
+            env.stats,
+            tags=["rerank"],
+            max_tokens=8 * len(candidates) + 8,
         )
     except LLMReplyError as exc:
         env.stats.notes.append(f"rerank reply unusable ({exc}); using score fusion")

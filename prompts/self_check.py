@@ -2,8 +2,8 @@
 
 TASK = """Before answering, check each numbered passage above: does it help answer the user's last \
 question? Reply with one line per passage in the form
-[number] helpful - short reason
+[number] helpful - reason in at most 8 words
 or
-[number] not helpful - short reason
+[number] not helpful - reason in at most 8 words
 
 Question: {question}"""

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
-from reground.tools.llm import LLMUnavailableError
+from reground.tools.llm import LLMUnavailableError, token_cap
 
 T = TypeVar("T")
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
@@ -43,21 +43,21 @@ class CallStats:
         self.prompt_tokens += int(usage.get("input_tokens", 0) or 0)
         self.completion_tokens += int(usage.get("output_tokens", 0) or 0)
 
-    def merge(self, other: CallStats) -> None:
-        self.llm_calls += other.llm_calls
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
-        self.seconds += other.seconds
-        self.notes.extend(other.notes)
+
+# A refused connection means nothing is serving (fail fast); a timeout is transient (retried by the node's policy).
+_CONNECTION_ERRORS = ("APIConnectionError", "ConnectError", "ConnectionError")
 
 
-_CONNECTION_ERRORS = ("APIConnectionError", "ConnectError", "ConnectionError", "APITimeoutError")
-
-
-def _invoke(model: BaseChatModel, messages: Sequence[BaseMessage], stats: CallStats, tags: Sequence[str]) -> AIMessage:
+def _invoke(
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    stats: CallStats,
+    tags: Sequence[str],
+    max_tokens: int | None = None,
+) -> AIMessage:
     started = time.perf_counter()
     try:
-        reply = model.invoke(list(messages), config={"tags": list(tags)})
+        reply = model.invoke(list(messages), config={"tags": list(tags)}, **token_cap(model, max_tokens))
     except Exception as exc:
         if type(exc).__name__ in _CONNECTION_ERRORS:
             base_url = str(getattr(model, "openai_api_base", "") or "the configured endpoint")
@@ -87,9 +87,10 @@ def call_text(
     stats: CallStats,
     *,
     tags: Sequence[str] = (),
+    max_tokens: int | None = None,
 ) -> str:
     """One plain-text call."""
-    return message_text(_invoke(model, messages, stats, tags))
+    return message_text(_invoke(model, messages, stats, tags, max_tokens))
 
 
 def call_parsed(
@@ -99,20 +100,21 @@ def call_parsed(
     stats: CallStats,
     *,
     tags: Sequence[str] = (),
+    max_tokens: int | None = None,
 ) -> T:
     """A text call whose reply must parse; on failure, one retry with a repair instruction.
 
     `parse` raises ValueError with a short description of what was wrong. A second failure raises
     LLMReplyError so the node takes its fallback path instead of crashing.
     """
-    reply = _invoke(model, messages, stats, tags)
+    reply = _invoke(model, messages, stats, tags, max_tokens)
     try:
         return parse(message_text(reply))
     except ValueError as exc:
         problem = str(exc) or "it did not follow the format"
         stats.notes.append(f"reply did not parse ({problem}); retried with a repair instruction")
     repair = [*messages, reply, HumanMessage(REPAIR_INSTRUCTION.format(problem=problem))]
-    second = _invoke(model, repair, stats, tags)
+    second = _invoke(model, repair, stats, tags, max_tokens)
     try:
         return parse(message_text(second))
     except ValueError as exc:
@@ -141,6 +143,7 @@ def call_structured(
     *,
     method: str = "function_calling",
     tags: Sequence[str] = (),
+    max_tokens: int | None = None,
 ) -> SchemaT:
     """Structured output with a method the backend supports; falls back to parsing JSON text.
 
@@ -154,7 +157,7 @@ def call_structured(
     if bound is not None:
         started = time.perf_counter()
         try:
-            out: Any = bound.invoke(list(messages), config={"tags": list(tags)})
+            out: Any = bound.invoke(list(messages), config={"tags": list(tags)}, **token_cap(model, max_tokens))
         except Exception as exc:
             if type(exc).__name__ in _CONNECTION_ERRORS:
                 raise LLMUnavailableError(f"The chat model did not answer ({type(exc).__name__}).") from exc
@@ -175,4 +178,4 @@ def call_structured(
         except ValidationError as exc:
             raise ValueError(f"JSON does not match the schema: {exc.errors()[0]['msg']}") from exc
 
-    return call_parsed(model, messages, parse, stats, tags=tags)
+    return call_parsed(model, messages, parse, stats, tags=tags, max_tokens=max_tokens)

@@ -106,6 +106,7 @@ def load_chat_model(
     scheme, model, _ = parse_spec(spec)
     base_url = base_url_for(spec)
     key = (spec, base_url, temperature, timeout_s, max_tokens, max_retries)
+    cap = _cap_kwargs(base_url, max_tokens) if max_tokens else {}
     with _MODELS_LOCK:
         if key not in _MODELS:
             _MODELS[key] = ChatOpenAI(
@@ -114,11 +115,27 @@ def load_chat_model(
                 api_key=_api_key(scheme),  # type: ignore[arg-type]
                 temperature=temperature,
                 timeout=timeout_s,
-                max_completion_tokens=max_tokens,
                 max_retries=max_retries,
                 stream_usage=True,
+                **cap,
             )
         return _MODELS[key]
+
+
+def _cap_kwargs(base_url: str, max_tokens: int) -> dict[str, Any]:
+    # OpenAI takes `max_completion_tokens`; llama.cpp, vLLM and most compatible servers read only
+    # `max_tokens` and silently ignore the other (then generate until the context is full).
+    if "api.openai.com" in base_url:
+        return {"max_completion_tokens": max_tokens}
+    return {"extra_body": {"max_tokens": max_tokens}}
+
+
+def token_cap(model: BaseChatModel, max_tokens: int | None) -> dict[str, Any]:
+    """Per-call keyword arguments that cap a reply's length on this model's backend ({} if unknown)."""
+    base_url = str(getattr(model, "openai_api_base", "") or "")
+    if not max_tokens or not base_url:
+        return {}
+    return _cap_kwargs(base_url, max_tokens)
 
 
 _REACHABLE: dict[str, float] = {}
