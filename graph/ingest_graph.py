@@ -36,22 +36,15 @@ class IngestContext:
 
     collection: str = field(
         default=_READER["collection"].default,
-        metadata=_describe(
-            "Chroma collection to write into (created if missing), 3-512 characters."
-        ),
+        metadata=_describe("Chroma collection to write into (created if missing), 3-512 characters."),
     )
     data_dir: str = field(
         default="",
-        metadata=_describe(
-            "Directory of the persistent store; empty = $REGROUND_DATA_DIR or "
-            "~/.local/share/reground."
-        ),
+        metadata=_describe("Directory of the persistent store; empty = $REGROUND_DATA_DIR or ~/.local/share/reground."),
     )
     chroma_url: str = field(
         default="",
-        metadata=_describe(
-            "URL of a Chroma server (chroma run); empty = the embedded store in data_dir."
-        ),
+        metadata=_describe("URL of a Chroma server (chroma run); empty = the embedded store in data_dir."),
     )
     max_tokens: int = field(
         default=160,
@@ -59,9 +52,7 @@ class IngestContext:
     )
     embedding_model: str = field(
         default=_READER["embedding_model"].default,
-        metadata=_describe(
-            "Embedding spec; must match the one the conversation graph reads the collection with."
-        ),
+        metadata=_describe("Embedding spec; must match the one the conversation graph reads the collection with."),
     )
 
     def __post_init__(self) -> None:
@@ -70,17 +61,9 @@ class IngestContext:
             if env_value is not None and getattr(self, f.name) == _default_of(f):
                 setattr(self, f.name, _parse_env(f.name, env_value, getattr(self, f.name)))
         if not 3 <= len(self.collection) <= 512:
-            raise ContextError(
-                f"context field 'collection' must be 3-512 characters, got {self.collection!r}"
-            )
-        if (
-            isinstance(self.max_tokens, bool)
-            or not isinstance(self.max_tokens, int)
-            or self.max_tokens < 16
-        ):
-            raise ContextError(
-                f"context field 'max_tokens' must be an integer >= 16, got {self.max_tokens!r}"
-            )
+            raise ContextError(f"context field 'collection' must be 3-512 characters, got {self.collection!r}")
+        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 16:
+            raise ContextError(f"context field 'max_tokens' must be an integer >= 16, got {self.max_tokens!r}")
 
 
 class IngestInput(TypedDict, total=False):
@@ -108,11 +91,7 @@ def validate_request(state: IngestState, runtime: Runtime[IngestContext]) -> dic
     documents = state.get("documents") or []
     paths = state.get("paths") or []
     delete = state.get("delete") or []
-    if (
-        not isinstance(documents, list)
-        or not isinstance(paths, list)
-        or not isinstance(delete, list)
-    ):
+    if not isinstance(documents, list) or not isinstance(paths, list) or not isinstance(delete, list):
         raise IngestInputError("'documents', 'paths' and 'delete' must be lists")
     if not documents and not paths and not delete:
         raise IngestInputError(
@@ -122,16 +101,18 @@ def validate_request(state: IngestState, runtime: Runtime[IngestContext]) -> dic
     seen: set[str] = set()
     for index, doc in enumerate(documents):
         if not isinstance(doc, dict):
-            raise IngestInputError(
-                f"documents[{index}] must be an object, got {type(doc).__name__}"
-            )
+            raise IngestInputError(f"documents[{index}] must be an object, got {type(doc).__name__}")
         doc_id = doc.get("doc_id")
         if not isinstance(doc_id, str) or not doc_id.strip():
             raise IngestInputError(f"documents[{index}] needs a non-empty string 'doc_id'")
         if not isinstance(doc.get("text"), str) or not doc["text"].strip():
-            raise IngestInputError(
-                f"document {doc_id!r} (documents[{index}]) needs a non-empty 'text'"
-            )
+            raise IngestInputError(f"document {doc_id!r} (documents[{index}]) needs a non-empty 'text'")
+        for key, value in doc.items():
+            if not _filterable(value):
+                raise IngestInputError(
+                    f"document {doc_id!r}: metadata field {key!r} must be a string, number, boolean "
+                    "or a list of them (metadata is what retrieval filters on)"
+                )
         if doc_id in seen:
             raise IngestInputError(f"document {doc_id!r} appears twice in 'documents'")
         seen.add(doc_id)
@@ -150,6 +131,15 @@ def validate_request(state: IngestState, runtime: Runtime[IngestContext]) -> dic
     return {}
 
 
+def _filterable(value: Any) -> bool:
+    scalar = (str, int, float, bool)
+    return (
+        value is None
+        or isinstance(value, scalar)
+        or (isinstance(value, list) and all(isinstance(v, scalar) for v in value))
+    )
+
+
 def index_documents(state: IngestState, runtime: Runtime[IngestContext]) -> dict[str, Any]:
     """Write the documents with the shared ingestion tool (chunk, embed, store, lexical index)."""
     from reground.tools.embeddings import load_embedder
@@ -164,17 +154,13 @@ def index_documents(state: IngestState, runtime: Runtime[IngestContext]) -> dict
         chroma_url=context.chroma_url,
         create=True,
     )
-    runtime.stream_writer(
-        {"node": "index_documents", "message": f"writing into {context.collection!r}"}
-    )
+    runtime.stream_writer({"node": "index_documents", "message": f"writing into {context.collection!r}"})
     with tempfile.TemporaryDirectory(prefix="reground-ingest-") as tmp:
         sources: list[Path] = [Path(p).expanduser() for p in state.get("paths") or []]
         documents = state.get("documents") or []
         if documents:
             inline = Path(tmp) / "inline-documents.jsonl"
-            inline.write_text(
-                "".join(json.dumps(doc) + "\n" for doc in documents), encoding="utf-8"
-            )
+            inline.write_text("".join(json.dumps(doc) + "\n" for doc in documents), encoding="utf-8")
             sources.insert(0, inline)
         summary = ingest(
             sources,
@@ -191,8 +177,10 @@ def index_documents(state: IngestState, runtime: Runtime[IngestContext]) -> dict
 
 def summary_dict(summary: Any) -> dict[str, Any]:
     """An IngestSummary as JSON-safe data (it crosses the server's API)."""
-    if dataclasses.is_dataclass(summary) and not isinstance(summary, type):
-        raw: dict[str, Any] = dataclasses.asdict(summary)
+    if hasattr(summary, "as_dict"):
+        raw: dict[str, Any] = summary.as_dict()
+    elif dataclasses.is_dataclass(summary) and not isinstance(summary, type):
+        raw = dataclasses.asdict(summary)
     elif hasattr(summary, "_asdict"):
         raw = dict(summary._asdict())
     else:
@@ -201,9 +189,7 @@ def summary_dict(summary: Any) -> dict[str, Any]:
 
 
 def _counts(summary: dict[str, Any]) -> dict[str, Any]:
-    return {
-        k: v for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)
-    }
+    return {k: v for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
 def build_ingest_graph() -> Any:

@@ -1,0 +1,150 @@
+"""The ingestion graph (served as `ingest`): inline documents and server-side paths."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from reground.graph.builder import build_graph, run_config
+from reground.graph.builder import graph as reground_graph
+from reground.graph.context import Context, ContextError
+from reground.graph.ingest_graph import IngestContext, IngestInputError
+from reground.graph.ingest_graph import graph as ingest_graph
+from reground.tools.fake_chat import ScriptedChatModel
+
+DOCS = [
+    {
+        "doc_id": "parental-leave-acme",
+        "title": "Parental leave",
+        "url": "https://hr.acme.example/parental",
+        "company": "acme",
+        "text": "# Parental leave\n\nEach parent gets sixteen weeks of fully paid parental leave. "
+        "Apply through "
+        "the Quokka portal at least eight weeks before the leave starts.",
+    },
+    {
+        "doc_id": "bike-scheme-acme",
+        "title": "Bike leasing",
+        "company": "acme",
+        "text": "# Bike leasing\n\nLease an e-bike through payroll; the company insures it.",
+    },
+]
+
+
+def ingest(docs: list[dict[str, Any]] | None = None, **context: Any) -> dict[str, Any]:
+    payload: dict[str, Any] = {"documents": docs if docs is not None else DOCS}
+    if "paths" in context:
+        payload["paths"] = context.pop("paths")
+    out = ingest_graph.invoke(payload, context=IngestContext(**context))
+    return dict(out["summary"])
+
+
+@pytest.mark.parametrize("compiled", [reground_graph, ingest_graph], ids=["reground", "ingest"])
+def test_every_context_field_has_a_description(compiled: Any) -> None:
+    """What the server publishes as the context schema (Studio's configuration form)."""
+    properties = compiled.get_context_jsonschema()["properties"]
+    missing = [name for name, spec in properties.items() if not spec.get("description")]
+    assert properties and not missing, missing
+
+
+def test_inline_documents_land_with_their_metadata(tmp_path: Path) -> None:
+    summary = ingest(collection="ingest-inline", data_dir=str(tmp_path))
+    assert summary["collection"] == "ingest-inline"
+    from reground.tools.store import PassageStore
+
+    chunks = PassageStore.open("ingest-inline", data_dir=tmp_path).all_chunks()
+    assert {c["doc_id"] for c in chunks} == {"parental-leave-acme", "bike-scheme-acme"}
+    assert all(c["metadata"].get("company") == "acme" for c in chunks)
+    parental = [c for c in chunks if c["doc_id"] == "parental-leave-acme"]
+    assert parental[0]["url"] == "https://hr.acme.example/parental" and "Quokka" in " ".join(
+        c["text"] for c in parental
+    )
+    acme_only = PassageStore.open("ingest-inline", data_dir=tmp_path).all_chunks({"company": "globex"})
+    assert acme_only == []
+
+
+def test_reingesting_the_same_documents_does_not_duplicate_chunks(tmp_path: Path) -> None:
+    from reground.tools.store import PassageStore
+
+    ingest(collection="ingest-twice", data_dir=str(tmp_path))
+    first = PassageStore.open("ingest-twice", data_dir=tmp_path).count()
+    ingest(collection="ingest-twice", data_dir=str(tmp_path))
+    assert PassageStore.open("ingest-twice", data_dir=tmp_path).count() == first
+
+
+def test_server_side_paths_and_inline_documents_together(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "canteen.md").write_text("# Canteen\n\nThe canteen serves lunch from 11:30 to 14:00.\n", encoding="utf-8")
+    ingest(DOCS[:1], collection="ingest-mixed", data_dir=str(tmp_path / "store"), paths=[str(folder)])
+    from reground.tools.store import PassageStore
+
+    texts = " ".join(c["text"] for c in PassageStore.open("ingest-mixed", data_dir=tmp_path / "store").all_chunks())
+    assert "11:30" in texts and "Quokka" in texts
+
+
+def test_ingested_documents_are_answered_from(tmp_path: Path) -> None:
+    ingest(collection="ingest-ask", data_dir=str(tmp_path))
+    model = ScriptedChatModel()
+    context = Context(collection="ingest-ask", data_dir=str(tmp_path), use_llm_groundedness_judge=False)
+    out = build_graph(chat_model=model).invoke(
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": "How many weeks of parental leave does each parent get?",
+                }
+            ]
+        },
+        config=run_config(context),
+        context=context,
+    )
+    assert out["result"]["passages"][0]["doc_id"] == "parental-leave-acme"
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({}, "nothing to ingest"),
+        (
+            {"documents": [{"doc_id": "a", "text": "  "}]},
+            "document 'a' (documents[0]) needs a non-empty 'text'",
+        ),
+        ({"documents": [{"text": "hello"}]}, "documents[0] needs a non-empty string 'doc_id'"),
+        (
+            {"documents": [{"doc_id": "a", "text": "x"}, {"doc_id": "a", "text": "y"}]},
+            "'a' appears twice",
+        ),
+        ({"documents": ["just text"]}, "documents[0] must be an object"),
+        (
+            {"documents": [{"doc_id": "a", "text": "x", "company": {"name": "acme"}}]},
+            "document 'a': metadata field 'company' must be a string",
+        ),
+        (
+            {"paths": ["/nonexistent/handbook.md"]},
+            "'/nonexistent/handbook.md' does not exist on the server",
+        ),
+    ],
+)
+def test_bad_requests_fail_before_writing_and_name_the_problem(
+    tmp_path: Path, payload: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(IngestInputError, match=re.escape(message)):
+        ingest_graph.invoke(payload, context=IngestContext(collection="ingest-bad", data_dir=str(tmp_path)))
+    assert not any(tmp_path.iterdir()), "nothing may be written for a bad request"
+
+
+def test_bad_context_values_are_rejected_with_the_field_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(ContextError, match="'max_tokens'"):
+        IngestContext(max_tokens=0)
+    with pytest.raises(ContextError, match="'collection'"):
+        IngestContext(collection="x")
+    monkeypatch.setenv("REGROUND_COLLECTION", "from-env")
+    monkeypatch.setenv("REGROUND_MAX_TOKENS", "64")
+    context = IngestContext()
+    assert (context.collection, context.max_tokens) == ("from-env", 64)
+    assert IngestContext(collection="explicit").collection == "explicit"
