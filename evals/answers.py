@@ -110,9 +110,7 @@ def _progress(items: Sequence[Any], desc: str, enabled: bool) -> Any:
     return tqdm(total=len(items), desc=desc, unit="case", disable=not enabled, dynamic_ncols=True)
 
 
-def _parallel(
-    items: Sequence[Any], fn: Callable[[Any], None], *, workers: int, desc: str, progress: bool
-) -> None:
+def _parallel(items: Sequence[Any], fn: Callable[[Any], None], *, workers: int, desc: str, progress: bool) -> None:
     bar = _progress(items, desc, progress)
     try:
         if workers <= 1:
@@ -138,9 +136,7 @@ def _is_fatal(exc: BaseException) -> bool:
     return isinstance(exc, ImportError) or type(exc).__name__ in fatal
 
 
-def case_record(
-    system: str, case: Case, result: Mapping[str, Any], seconds: float
-) -> dict[str, Any]:
+def case_record(system: str, case: Case, result: Mapping[str, Any], seconds: float) -> dict[str, Any]:
     """What a case's row holds: the answer, its evidence, its cost, and its cheap metrics."""
     answer = str(result.get("answer") or "")
     passages = [
@@ -165,9 +161,7 @@ def case_record(
         "gold_doc_id": case.gold_doc_id,
         "passages": passages,
         "retrieved_doc_ids": [p["doc_id"] for p in passages],
-        "gold_in_top3": bool(gold_docs & {p["doc_id"] for p in passages[:TOP_K]})
-        if passages
-        else False,
+        "gold_in_top3": bool(gold_docs & {p["doc_id"] for p in passages[:TOP_K]}) if passages else False,
         "groundedness": result.get("groundedness"),
         "principle_scores": result.get("principle_scores") or {},
         "passed": result.get("passed"),
@@ -243,10 +237,7 @@ def run_system(
 
 def graph_messages(case: Case) -> list[dict[str, str]]:
     """A case as the graph's input messages (dataset 'agent' turns are the assistant's)."""
-    turns = [
-        {"role": "assistant" if t["role"] == "agent" else "user", "content": t["text"]}
-        for t in case.history
-    ]
+    turns = [{"role": "assistant" if t["role"] == "agent" else "user", "content": t["text"]} for t in case.history]
     return [*turns, {"role": "user", "content": case.question}]
 
 
@@ -265,9 +256,7 @@ def graph_runner(
     graph = build_graph(chat_model=chat_model, store=store)
 
     def run(case: Case) -> dict[str, Any]:
-        out = graph.invoke(
-            {"messages": graph_messages(case)}, context=context, config=run_config(context)
-        )
+        out = graph.invoke({"messages": graph_messages(case)}, context=context, config=run_config(context))
         return dict(out["result"])
 
     return run
@@ -281,9 +270,7 @@ def baseline_runner(system: str, *, chat_model: BaseChatModel, store: Any) -> Ca
         retriever = HybridRetriever(store)
 
     def run(case: Case) -> dict[str, Any]:
-        return run_baseline(
-            system, chat_model, retriever, history=case.history, question=case.question
-        )
+        return run_baseline(system, chat_model, retriever, history=case.history, question=case.question)
 
     return run
 
@@ -316,32 +303,22 @@ def corpus_metrics(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     references = [str(r.get("gold_answer") or "") for r in rows]
     knowledge = [[p["text"] for p in r["passages"]] or [""] for r in rows]
     out: dict[str, Any] = {}
-    out["token_f1"] = load_metric("token_f1").compute(
-        predictions=predictions, references=references
-    )["token_f1"]
-    rk = load_metric("recall_kprecision").compute(
-        predictions=predictions, references=references, knowledge=knowledge
-    )
+    out["token_f1"] = load_metric("token_f1").compute(predictions=predictions, references=references)["token_f1"]
+    rk = load_metric("recall_kprecision").compute(predictions=predictions, references=references, knowledge=knowledge)
     out.update(recall=rk["recall"], k_precision=rk["k_precision"])
     rouge = load_metric("rouge").compute(predictions=predictions, references=references)
     out.update(rouge1=rouge["rouge1"], rouge2=rouge["rouge2"], rougeL=rouge["rougeL"])
     out.update(load_metric("bleu").compute(predictions=predictions, references=references))
-    out["sacrebleu"] = load_metric("sacrebleu").compute(
-        predictions=predictions, references=references
-    )["score"]
+    out["sacrebleu"] = load_metric("sacrebleu").compute(predictions=predictions, references=references)["score"]
     try:
-        out["meteor"] = load_metric("meteor").compute(
-            predictions=predictions, references=references
-        )["meteor"]
+        out["meteor"] = load_metric("meteor").compute(predictions=predictions, references=references)["meteor"]
     except MetricUnavailableError as exc:
         out["meteor"] = None
         out["meteor_skipped"] = str(exc)
     return out
 
 
-def system_summary(
-    rows: Sequence[Mapping[str, Any]], judges: Sequence[Mapping[str, Any]] = ()
-) -> dict[str, Any]:
+def system_summary(rows: Sequence[Mapping[str, Any]], judges: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """Everything the report tables show for one system."""
     ok = [r for r in rows if not r.get("error")]
     seconds = [float(r["seconds"]) for r in ok]
@@ -370,9 +347,7 @@ def system_summary(
             summary["hallucination_rate"] = halluc["mean"]
             summary["hallucination_unparseable"] = halluc["unparseable"]
         for dim in sorted({d for j in judges for d in (j.get("geval") or {})}):
-            values = summarize_values(
-                (j.get("geval") or {}).get(dim) for j in judges if j.get("geval")
-            )
+            values = summarize_values((j.get("geval") or {}).get(dim) for j in judges if j.get("geval"))
             summary[f"geval_{dim}"] = values["mean"]
             summary[f"geval_{dim}_unparseable"] = values["unparseable"]
         rubric = summarize_values(j.get("rubric") for j in judges if "rubric" in j)
@@ -414,9 +389,7 @@ def run_judges(
         if "geval" in judges:
             out["geval"] = {d: j.value for d, j in J.geval(judge_model, **kw).items()}
         if "rubric" in judges:
-            out["rubric"] = J.rubric_score(
-                judge_model, reference=row.get("gold_answer"), **kw
-            ).value
+            out["rubric"] = J.rubric_score(judge_model, reference=row.get("gold_answer"), **kw).value
         writer.write(out)
 
     try:
@@ -444,9 +417,7 @@ def run_pairwise(
     path = out_dir / "pairwise" / f"{system}__vs__{baseline}.jsonl"
     done = set(latest_by_case(read_jsonl(path)))
     common = [
-        cid
-        for cid in rows
-        if cid in base_rows and not rows[cid].get("error") and not base_rows[cid].get("error")
+        cid for cid in rows if cid in base_rows and not rows[cid].get("error") and not base_rows[cid].get("error")
     ]
     writer = _JsonlWriter(path)
 
@@ -524,9 +495,7 @@ def _check_config(out_dir: Path, config: dict[str, Any]) -> None:
                 "pass a new --out directory, or delete it to start over"
             )
     out_dir.mkdir(parents=True, exist_ok=True)
-    old_systems = (
-        json.loads(path.read_text(encoding="utf-8")).get("systems", []) if path.is_file() else []
-    )
+    old_systems = json.loads(path.read_text(encoding="utf-8")).get("systems", []) if path.is_file() else []
     merged = {**config, "systems": list(dict.fromkeys([*old_systems, *config["systems"]]))}
     path.write_text(json.dumps(merged, indent=2), encoding="utf-8")
 
@@ -570,12 +539,8 @@ def run_answers_eval(
         "cases": str(cases_path.resolve()),
         "limit": limit,
         "seed": seed,
-        "chat_model": chat_model_spec
-        if chat_model is None
-        else f"instance:{type(chat_model).__name__}",
-        "judge_model": judge_model_spec
-        if judge_model is None
-        else f"instance:{type(judge_model).__name__}",
+        "chat_model": chat_model_spec if chat_model is None else f"instance:{type(chat_model).__name__}",
+        "judge_model": judge_model_spec if judge_model is None else f"instance:{type(judge_model).__name__}",
         "systems": names,
         "n_cases": len(selected),
         "context_overrides": dict(context_overrides or {}),
@@ -597,27 +562,17 @@ def run_answers_eval(
     all_rows: dict[str, list[dict[str, Any]]] = {}
     for name in names:
         if name in GRAPH_SYSTEMS:
-            runner = graph_runner(
-                name, chat_model=chat_model, store=store, base_context=base_context
-            )
+            runner = graph_runner(name, chat_model=chat_model, store=store, base_context=base_context)
         else:
             runner = baseline_runner(name, chat_model=model, store=store)
         all_rows[name] = run_system(name, selected, runner, out, workers=workers, progress=progress)
 
     if judge_model is not None or judge_model_spec:
-        jm = (
-            judge_model
-            if judge_model is not None
-            else _load_model(str(judge_model_spec), max_tokens=JUDGE_MAX_TOKENS)
-        )
+        jm = judge_model if judge_model is not None else _load_model(str(judge_model_spec), max_tokens=JUDGE_MAX_TOKENS)
         per_case = [j for j in judges if j != "pairwise"]
         for name in names if per_case else []:
-            run_judges(
-                name, all_rows[name], jm, out, judges=per_case, workers=workers, progress=progress
-            )
-        base_rows = all_rows.get(pairwise_baseline) or _rows_from_file(
-            out, pairwise_baseline, wanted
-        )
+            run_judges(name, all_rows[name], jm, out, judges=per_case, workers=workers, progress=progress)
+        base_rows = all_rows.get(pairwise_baseline) or _rows_from_file(out, pairwise_baseline, wanted)
         if "pairwise" in judges and base_rows:
             base = latest_by_case(base_rows)
             for name in names:

@@ -21,9 +21,7 @@ from typing import TYPE_CHECKING, Any
 from reground.prompts import baselines as prompts
 from reground.tools.scoring import principle_scores
 
-if (
-    TYPE_CHECKING
-):  # LangChain and the retrieval stack load on first use: `reground --help` stays quick
+if TYPE_CHECKING:  # LangChain and the retrieval stack load on first use: `reground --help` stays quick
     from langchain_core.language_models import BaseChatModel
     from reground.tools.chat import CallStats
     from reground.tools.retrieval import HybridRetriever
@@ -59,9 +57,7 @@ def _result(
         "citations": [],
         "passages": passages,
         "groundedness": None,
-        "principle_scores": principle_scores(
-            answer, [p["text"] for p in passages], f"{question} {recent}"
-        ),
+        "principle_scores": principle_scores(answer, [p["text"] for p in passages], f"{question} {recent}"),
         "passed": None,
         "fallback_reason": None,
         "reground_attempts": 0,
@@ -73,18 +69,14 @@ def _result(
     }
 
 
-def no_retrieval(
-    model: BaseChatModel, *, history: Sequence[Mapping[str, str]], question: str
-) -> dict[str, Any]:
+def no_retrieval(model: BaseChatModel, *, history: Sequence[Mapping[str, str]], question: str) -> dict[str, Any]:
     """Answer from the dialogue alone."""
     from langchain_core.messages import HumanMessage
     from reground.nodes.common import format_conversation
     from reground.tools.chat import CallStats, call_text
 
     started, stats = time.perf_counter(), CallStats()
-    prompt = prompts.NO_RETRIEVAL.format(
-        conversation=format_conversation(_turns(history), question)
-    )
+    prompt = prompts.NO_RETRIEVAL.format(conversation=format_conversation(_turns(history), question))
     answer = call_text(model, [HumanMessage(prompt)], stats, tags=["baseline"])
     return _result(answer, [], stats, started, history, question)
 
@@ -115,9 +107,7 @@ def rag(
         doc_k=k,
         paragraph_k=k,
     )
-    prompt = prompts.RAG.format(
-        passages=format_passages(passages), conversation=format_conversation(turns, question)
-    )
+    prompt = prompts.RAG.format(passages=format_passages(passages), conversation=format_conversation(turns, question))
     answer = call_text(model, [HumanMessage(prompt)], stats, tags=["baseline"])
     return _result(answer, passages, stats, started, history, question)
 
@@ -137,6 +127,4 @@ def run_baseline(
         raise ValueError(f"unknown baseline {name!r}: expected one of {', '.join(BASELINES)}")
     if retriever is None:
         raise ValueError(f"baseline {name!r} needs a retriever over the document store")
-    return rag(
-        model, retriever, history=history, question=question, use_history=name == "history_rag"
-    )
+    return rag(model, retriever, history=history, question=question, use_history=name == "history_rag")

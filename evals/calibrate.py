@@ -28,9 +28,7 @@ class CalibrationError(ValueError):
     """The run cannot calibrate (no scores, no correct retrievals); the message says what to run."""
 
 
-def calibrated_threshold(
-    rows: Sequence[Mapping[str, Any]], percentile: float = PERCENTILE
-) -> dict[str, Any]:
+def calibrated_threshold(rows: Sequence[Mapping[str, Any]], percentile: float = PERCENTILE) -> dict[str, Any]:
     """The threshold and what it was computed from, over rows with the gold document retrieved."""
     scored = [r for r in rows if not r.get("error") and r.get("groundedness") is not None]
     correct = [float(r["groundedness"]) for r in scored if r.get("gold_in_top3")]
@@ -49,9 +47,7 @@ def calibrated_threshold(
         "mean_groundedness_correct": float(np.mean(correct)),
         "mean_groundedness_wrong": float(np.mean(wrong)) if wrong else None,
         # How many wrong retrievals the threshold would send back to re-grounding.
-        "wrong_below_threshold": (sum(g < threshold for g in wrong) / len(wrong))
-        if wrong
-        else None,
+        "wrong_below_threshold": (sum(g < threshold for g in wrong) / len(wrong)) if wrong else None,
     }
 
 
@@ -67,9 +63,7 @@ def calibrate_run(
     run = Path(run_dir)
     path = run / system / "cases.jsonl"
     if not path.is_file():
-        raise CalibrationError(
-            f"{path} not found: run `reground eval answers --systems {system} --out {run}` first"
-        )
+        raise CalibrationError(f"{path} not found: run `reground eval answers --systems {system} --out {run}` first")
     rows = list(latest_by_case(read_jsonl(path)).values())
     result = {
         **calibrated_threshold(rows, percentile),

@@ -62,8 +62,7 @@ def correlate(points: Sequence[Mapping[str, float]]) -> dict[str, dict[str, dict
             xs, ys = zip(*pairs, strict=True)
             result = metric.compute(predictions=list(xs), references=list(ys))
             out.setdefault(proxy, {})[final] = {
-                k: (None if isinstance(v, float) and math.isnan(v) else v)
-                for k, v in result.items()
+                k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in result.items()
             }
     return out
 
@@ -80,9 +79,7 @@ def correlation_report(run_dir: str | Path, systems: Sequence[str] | None = None
     if systems is None:
         systems = sorted(p.parent.name for p in run.glob("*/cases.jsonl"))
     if not systems:
-        raise FileNotFoundError(
-            f"no <system>/cases.jsonl under {run}: run `reground eval answers` first"
-        )
+        raise FileNotFoundError(f"no <system>/cases.jsonl under {run}: run `reground eval answers` first")
     per_system = {s: run_points(run, s) for s in systems}
     report = {
         "systems": {s: correlate(points) for s, points in per_system.items()},

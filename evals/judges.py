@@ -201,9 +201,7 @@ def format_history(history: Sequence[Mapping[str, str]]) -> str:
     if not history:
         return "(no earlier turns)"
     names = {"user": "User", "agent": "Assistant", "assistant": "Assistant"}
-    return "\n".join(
-        f"{names.get(t.get('role', ''), 'User')}: {t.get('text', '')}" for t in history
-    )
+    return "\n".join(f"{names.get(t.get('role', ''), 'User')}: {t.get('text', '')}" for t in history)
 
 
 def format_passages(passages: Sequence[str]) -> str:
@@ -282,9 +280,7 @@ def rubric_score(
 ) -> Judgement:
     """Prometheus-style absolute grading (1-5) against a rubric and an optional reference answer."""
     stats = stats if stats is not None else CallStats()
-    task = prompts.RUBRIC_TASK.format(
-        answer=answer, reference=reference or prompts.NO_REFERENCE, **rubric
-    )
+    task = prompts.RUBRIC_TASK.format(answer=answer, reference=reference or prompts.NO_REFERENCE, **rubric)
     raw = _ask(model, _context(history, question, passages) + "\n" + task, stats)
     return Judgement(parse_rating(raw), raw)
 
@@ -302,27 +298,19 @@ def pairwise(
     """Compare two answers in both orders; only a verdict both orders agree on counts as a win."""
     stats = stats if stats is not None else CallStats()
     head = _context(history, question, passages) + "\n"
-    raw1 = _ask(
-        model, head + prompts.PAIRWISE_TASK.format(answer_a=answer_a, answer_b=answer_b), stats
-    )
-    raw2 = _ask(
-        model, head + prompts.PAIRWISE_TASK.format(answer_a=answer_b, answer_b=answer_a), stats
-    )
+    raw1 = _ask(model, head + prompts.PAIRWISE_TASK.format(answer_a=answer_a, answer_b=answer_b), stats)
+    raw2 = _ask(model, head + prompts.PAIRWISE_TASK.format(answer_a=answer_b, answer_b=answer_a), stats)
     first = parse_pairwise(raw1)
     swapped = parse_pairwise(raw2)
     second: Pairwise | None = {"A": "B", "B": "A", "tie": "tie"}.get(swapped) if swapped else None  # type: ignore[assignment]
     if first is None or second is None:
         return PairwiseJudgement(None, first, second, None, [raw1, raw2])
     consistent = first == second
-    return PairwiseJudgement(
-        first if consistent else "tie", first, second, consistent, [raw1, raw2]
-    )
+    return PairwiseJudgement(first if consistent else "tie", first, second, consistent, [raw1, raw2])
 
 
 def hallucination_prompt(answer: str) -> str:
-    examples = "\n\n".join(
-        prompts.HALLUCINATION_EXAMPLE.format(**e) for e in prompts.HALLUCINATION_EXAMPLES
-    )
+    examples = "\n\n".join(prompts.HALLUCINATION_EXAMPLE.format(**e) for e in prompts.HALLUCINATION_EXAMPLES)
     return prompts.HALLUCINATION_TASK.format(
         definition=prompts.HALLUCINATION_DEFINITION, examples=examples, answer=answer
     )
@@ -339,9 +327,7 @@ def hallucination(
 ) -> Judgement:
     """ReGround's hallucination judge: True = hallucinated, False = faithful, None = unparseable."""
     stats = stats if stats is not None else CallStats()
-    raw = _ask(
-        model, _context(history, question, passages) + "\n" + hallucination_prompt(answer), stats
-    )
+    raw = _ask(model, _context(history, question, passages) + "\n" + hallucination_prompt(answer), stats)
     return Judgement(parse_hallucination(raw), raw)
 
 

@@ -83,9 +83,7 @@ REQUIRED = (
 
 
 def lexnames_text() -> str:
-    return "".join(
-        f"{i:02d}\t{name}\t{_POS_NUMBER[name.split('.')[0]]}\n" for i, name in enumerate(LEXNAMES)
-    )
+    return "".join(f"{i:02d}\t{name}\t{_POS_NUMBER[name.split('.')[0]]}\n" for i, name in enumerate(LEXNAMES))
 
 
 def nltk_data_dir() -> Path:
@@ -133,22 +131,16 @@ def ensure_wordnet() -> Path | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--source", type=Path, default=DEBIAN_WORDNET)
-    parser.add_argument(
-        "--root", type=Path, default=None, help="nltk_data directory (default: $NLTK_DATA or cache)"
-    )
+    parser.add_argument("--root", type=Path, default=None, help="nltk_data directory (default: $NLTK_DATA or cache)")
     args = parser.parse_args(argv)
     try:
         root = install_wordnet(args.source, args.root)
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(
-        f"WordNet installed in {root / 'corpora' / 'wordnet'}; set NLTK_DATA={root} for other tools"
-    )
+    print(f"WordNet installed in {root / 'corpora' / 'wordnet'}; set NLTK_DATA={root} for other tools")
     return 0
 
 

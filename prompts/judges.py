@@ -65,8 +65,7 @@ Score: <an integer from 1 to 5>"""
 # --- Prometheus-style rubric scorer (Kim et al. 2024) --------------------------------------------
 
 DEFAULT_RUBRIC = {
-    "criteria": "Is the answer correct, grounded in the passages, and useful for the user's "
-    "question?",
+    "criteria": "Is the answer correct, grounded in the passages, and useful for the user's question?",
     "score1": "The answer is wrong or invented, or does not address the question.",
     "score2": "The answer addresses the question but contains major unsupported or wrong content.",
     "score3": "The answer is partly correct and grounded but misses key information.",
@@ -123,33 +122,28 @@ does not know; pointing the user to a human channel; repeating what the user sai
 
 HALLUCINATION_EXAMPLES: list[dict[str, str]] = [
     {
-        "passages": "[1] Employees get 25 days of paid leave per year. Requests go through the "
-        "HR portal.",
+        "passages": "[1] Employees get 25 days of paid leave per year. Requests go through the HR portal.",
         "question": "How many leave days do I get?",
         "answer": "You get 25 days of paid leave per year; you request them in the HR portal.",
         "reasoning": "Both statements are in passage [1].",
         "verdict": "FAITHFUL",
     },
     {
-        "passages": "[1] Employees get 25 days of paid leave per year. Requests go through the "
-        "HR portal.",
+        "passages": "[1] Employees get 25 days of paid leave per year. Requests go through the HR portal.",
         "question": "Can I carry unused days over?",
         "answer": "Yes, you can carry over up to 5 unused days until the end of March.",
-        "reasoning": "The passage says nothing about carrying days over; the 5 days and March "
-        "are invented.",
+        "reasoning": "The passage says nothing about carrying days over; the 5 days and March are invented.",
         "verdict": "HALLUCINATED",
     },
     {
         "passages": "[1] Submit travel receipts in the expense portal within 30 days of the trip.",
         "question": "Who approves my parental leave?",
-        "answer": "The documents I have do not say who approves parental leave; please open a "
-        "ticket with the HR team.",
+        "answer": "The documents I have do not say who approves parental leave; please open a ticket with the HR team.",
         "reasoning": "Admitting the documents do not contain the answer is not a hallucination.",
         "verdict": "FAITHFUL",
     },
     {
-        "passages": "[1] Full-time staff in Germany get 30 days; part-time staff get a pro-rata "
-        "share.",
+        "passages": "[1] Full-time staff in Germany get 30 days; part-time staff get a pro-rata share.",
         "question": "How much leave do I get?",
         "answer": "Are you working full-time or part-time?",
         "reasoning": "A clarifying question back to the user is not a hallucination.",

@@ -35,9 +35,7 @@ def metric_path(name: str) -> Path:
     """The folder of a metric module; a clear error names the known metrics."""
     path = METRICS_DIR / name
     if not (path / f"{name}.py").is_file():
-        raise ValueError(
-            f"unknown metric {name!r}: expected {path}/{name}.py; known: {', '.join(METRIC_NAMES)}"
-        )
+        raise ValueError(f"unknown metric {name!r}: expected {path}/{name}.py; known: {', '.join(METRIC_NAMES)}")
     return path
 
 

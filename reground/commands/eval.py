@@ -18,15 +18,11 @@ def _limit(text: str) -> int | None:
 
 def add_commands(subparsers: Any) -> None:
     """Add the `eval` group and its sub-commands to the top-level parser."""
-    group = subparsers.add_parser(
-        "eval", help="evaluate retrieval and answers; calibrate; write reports"
-    )
+    group = subparsers.add_parser("eval", help="evaluate retrieval and answers; calibrate; write reports")
     sub = group.add_subparsers(dest="eval_command", metavar="EVAL_COMMAND")
     group.set_defaults(func=lambda args: (group.print_help(), 2)[1])
 
-    p = sub.add_parser(
-        "retrieval", help="document recall@k / MRR of the LLM-free stack and BM25 baselines"
-    )
+    p = sub.add_parser("retrieval", help="document recall@k / MRR of the LLM-free stack and BM25 baselines")
     p.add_argument("--docs", required=True, help="documents .jsonl (doc_id, title, text)")
     p.add_argument("--cases", required=True, help="cases .jsonl (doc2dial case format)")
     p.add_argument("--limit", type=_limit, default=None, help="first N cases (default: all)")
@@ -42,21 +38,13 @@ def add_commands(subparsers: Any) -> None:
         description=f"Systems: {', '.join(SYSTEMS)}. Judges: {', '.join(JUDGES)}.",
     )
     p.add_argument("--docs", required=True, help="documents .jsonl")
-    p.add_argument(
-        "--cases", required=True, help="cases .jsonl (only cases with a gold answer are used)"
-    )
+    p.add_argument("--cases", required=True, help="cases .jsonl (only cases with a gold answer are used)")
     p.add_argument("--limit", type=_limit, default=100, help="sample size (default 100; 0 = all)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     p.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS), help="comma-separated systems")
-    p.add_argument(
-        "--out", required=True, help="output directory (resumable: reruns skip finished cases)"
-    )
-    p.add_argument(
-        "--model", default="local:default", help="chat model spec (default local:default)"
-    )
-    p.add_argument(
-        "--judge-model", default=None, help="judge model spec; omit to skip the LLM judges"
-    )
+    p.add_argument("--out", required=True, help="output directory (resumable: reruns skip finished cases)")
+    p.add_argument("--model", default="local:default", help="chat model spec (default local:default)")
+    p.add_argument("--judge-model", default=None, help="judge model spec; omit to skip the LLM judges")
     p.add_argument("--judges", default=",".join(JUDGES), help="comma-separated judges to run")
     p.add_argument("--workers", type=int, default=1, help="cases run in parallel (default 1)")
     p.add_argument("--data-dir", default=None, help="store directory (default: $REGROUND_DATA_DIR)")
@@ -70,29 +58,19 @@ def add_commands(subparsers: Any) -> None:
     )
     p.set_defaults(func=_answers)
 
-    p = sub.add_parser(
-        "calibrate", help="set the groundedness threshold from an answers run (ReGround)"
-    )
+    p = sub.add_parser("calibrate", help="set the groundedness threshold from an answers run (ReGround)")
     p.add_argument("--run", required=True, help="answers run directory")
     p.add_argument("--system", default="reground", help="system whose groundedness scores to use")
-    p.add_argument(
-        "--data-dir", default=None, help="where calibration.json goes (default: $REGROUND_DATA_DIR)"
-    )
-    p.add_argument(
-        "--also-repo", action="store_true", help="also write evals/results/calibration.json"
-    )
+    p.add_argument("--data-dir", default=None, help="where calibration.json goes (default: $REGROUND_DATA_DIR)")
+    p.add_argument("--also-repo", action="store_true", help="also write evals/results/calibration.json")
     p.set_defaults(func=_calibrate)
 
-    p = sub.add_parser(
-        "correlation", help="proxy vs final metric correlation (Spearman/Kendall) of a run"
-    )
+    p = sub.add_parser("correlation", help="proxy vs final metric correlation (Spearman/Kendall) of a run")
     p.add_argument("--run", required=True, help="answers run directory")
     p.set_defaults(func=_correlation)
 
     p = sub.add_parser("report", help="report.md with tables and plots from run directories")
-    p.add_argument(
-        "--runs", required=True, nargs="+", help="retrieval and/or answers run directories"
-    )
+    p.add_argument("--runs", required=True, nargs="+", help="retrieval and/or answers run directories")
     p.add_argument("--out", required=True, help="report directory")
     p.set_defaults(func=_report)
 
@@ -106,9 +84,7 @@ def _retrieval(args: argparse.Namespace) -> int:
     from reground.evals.retrieval import format_summary, run_retrieval_eval
 
     try:
-        summary = run_retrieval_eval(
-            args.docs, args.cases, limit=args.limit, out_dir=args.out, data_dir=args.data_dir
-        )
+        summary = run_retrieval_eval(args.docs, args.cases, limit=args.limit, out_dir=args.out, data_dir=args.data_dir)
     except (FileNotFoundError, ValueError) as exc:
         return _fail(str(exc))
     print(format_summary(summary))
@@ -128,9 +104,7 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
         name, sep, raw = item.partition("=")
         name = name.strip()
         if not sep or name not in known:
-            raise ValueError(
-                f"--set {item!r}: expected FIELD=VALUE with FIELD one of the Context fields"
-            )
+            raise ValueError(f"--set {item!r}: expected FIELD=VALUE with FIELD one of the Context fields")
         try:
             out[name] = json.loads(raw)
         except json.JSONDecodeError:
@@ -179,9 +153,7 @@ def _answers(args: argparse.Namespace) -> int:
         "latency_median_s",
     )
     for name, metrics in summary["systems"].items():
-        shown = ", ".join(
-            f"{k}={metrics[k]:.3f}" for k in keys if isinstance(metrics.get(k), int | float)
-        )
+        shown = ", ".join(f"{k}={metrics[k]:.3f}" for k in keys if isinstance(metrics.get(k), int | float))
         print(f"{name}: {shown}")
     print(f"wrote {Path(args.out) / 'summary.json'}")
     return 0
@@ -191,9 +163,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     from reground.evals.calibrate import CalibrationError, calibrate_run
 
     try:
-        result = calibrate_run(
-            args.run, system=args.system, data_dir=args.data_dir, also_repo=args.also_repo
-        )
+        result = calibrate_run(args.run, system=args.system, data_dir=args.data_dir, also_repo=args.also_repo)
     except CalibrationError as exc:
         return _fail(str(exc))
     print(

@@ -7,8 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import zlib
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +46,7 @@ DOCS = [
 ]
 
 
-def _case(
-    cid: str, doc: str, history: list[tuple[str, str]], question: str, answer: str | None
-) -> dict[str, Any]:
+def _case(cid: str, doc: str, history: list[tuple[str, str]], question: str, answer: str | None) -> dict[str, Any]:
     return {
         "case_id": cid,
         "dial_id": cid.split("_")[0],
@@ -103,77 +99,29 @@ CASES = [
         "How much does the company add to my pension?",
         "3 percent of your salary.",
     ),
-    _case(
-        "d4_3", "pension", [("user", "pension?"), ("agent", "3 percent.")], "bye", None
-    ),  # no gold: skipped
+    _case("d4_3", "pension", [("user", "pension?"), ("agent", "3 percent.")], "bye", None),  # no gold: skipped
 ]
 
 
-# --- an in-memory store with the SearchStore interface (hashing bag-of-words embeddings) ----------
+# --- a real store (MiniLM + Chroma + BM25) over the tiny corpus, in a temp dir ---------------------
 
 
-def _tokens(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9]+", text.lower())
+@pytest.fixture(scope="module")
+def docs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("eval-docs") / "docs.jsonl"
+    path.write_text("\n".join(json.dumps(d) for d in DOCS) + "\n")
+    return path
 
 
-class HashEmbedder:
-    dim = 256
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, docs_file: Path) -> Any:
+    from reground.tools.ingest import ingest
+    from reground.tools.store import PassageStore
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for token in _tokens(text):
-                out[i, zlib.crc32(token.encode()) % self.dim] += 1.0
-            norm = np.linalg.norm(out[i])
-            if norm:
-                out[i] /= norm
-        return out
-
-
-class MemoryStore:
-    def __init__(self, docs: Sequence[dict[str, str]]) -> None:
-        self.embedder = HashEmbedder()
-        self.chunks: list[dict[str, Any]] = []
-        for doc in docs:
-            for position, sentence in enumerate(s for s in doc["text"].split(". ") if s):
-                self.chunks.append(
-                    {
-                        "chunk_id": f"{doc['doc_id']}-{position}",
-                        "doc_id": doc["doc_id"],
-                        "title": doc["title"],
-                        "section": "",
-                        "url": f"https://hr.example/{doc['doc_id']}",
-                        "position": position,
-                        "text": sentence.rstrip(".") + ".",
-                        "metadata": {},
-                    }
-                )
-        self.vectors = self.embedder.embed([c["text"] for c in self.chunks])
-
-    def count(self) -> int:
-        return len(self.chunks)
-
-    def dense_search(
-        self, query_embedding: np.ndarray, k: int, where: Any = None
-    ) -> list[tuple[Any, float]]:
-        scores = self.vectors @ np.asarray(query_embedding, dtype=np.float32)
-        order = np.argsort(-scores)[:k]
-        return [(self.chunks[i], float(scores[i])) for i in order]
-
-    def lexical_search(self, query: str, k: int, where: Any = None) -> list[tuple[Any, float]]:
-        q = set(_tokens(query))
-        scored = [
-            (c, float(len(q & set(_tokens(c["title"] + " " + c["text"]))))) for c in self.chunks
-        ]
-        scored = [s for s in scored if s[1] > 0]
-        return sorted(scored, key=lambda s: -s[1])[:k]
-
-    def chunks_for_documents(self, doc_ids: Sequence[str], where: Any = None) -> list[Any]:
-        return [c for c in self.chunks if c["doc_id"] in set(doc_ids)]
-
-    def embeddings_for(self, chunk_ids: Sequence[str]) -> np.ndarray:
-        index = {c["chunk_id"]: i for i, c in enumerate(self.chunks)}
-        return self.vectors[[index[c] for c in chunk_ids]]
+    opened = PassageStore.open("eval-test", data_dir=tmp_path_factory.mktemp("eval-store"), create=True)
+    summary = ingest([docs_file], opened, progress=False)
+    assert not summary.errors
+    return opened
 
 
 def _answer_from_prompt(messages: list[Any]) -> str:
@@ -195,9 +143,8 @@ def _judge_reply(messages: list[Any]) -> str:
 
 
 @pytest.fixture
-def files(tmp_path: Path) -> tuple[Path, Path]:
-    docs = tmp_path / "docs.jsonl"
-    docs.write_text("\n".join(json.dumps(d) for d in DOCS) + "\n")
+def files(tmp_path: Path, docs_file: Path) -> tuple[Path, Path]:
+    docs = docs_file
     cases = tmp_path / "cases.jsonl"
     cases.write_text("\n".join(json.dumps(c) for c in CASES) + "\n")
     return docs, cases
@@ -212,17 +159,14 @@ def _graph_available() -> bool:
 
 
 def test_answers_run_judges_calibration_correlation_and_report(
-    files: tuple[Path, Path], tmp_path: Path
+    files: tuple[Path, Path], tmp_path: Path, store: Any
 ) -> None:
     docs, cases = files
     out = tmp_path / "run"
-    model = ScriptedChatModel(
-        script={"other": [_answer_from_prompt], "answer": [_answer_from_prompt]}
-    )
+    model = ScriptedChatModel(script={"other": [_answer_from_prompt], "answer": [_answer_from_prompt]})
     judge = ScriptedChatModel(script={"other": [_judge_reply]})
     graph = ["reground", "reground-no_self_check"] if _graph_available() else []
     systems = ["no_retrieval", "naive_rag", "history_rag", *graph]
-    store = MemoryStore(DOCS)
     kwargs: dict[str, Any] = {
         "systems": systems,
         "limit": 10,
@@ -238,9 +182,7 @@ def test_answers_run_judges_calibration_correlation_and_report(
     assert list(summary["systems"]) == systems
     for name in systems:
         s = summary["systems"][name]
-        assert (
-            s["n_cases"] == 5 and s["n_errors"] == 0
-        )  # the case without a gold answer is left out
+        assert s["n_cases"] == 5 and s["n_errors"] == 0  # the case without a gold answer is left out
         rows = read_jsonl(out / name / "cases.jsonl")
         assert {r["case_id"] for r in rows} == {"d1_1", "d1_3", "d2_1", "d3_1", "d4_1"}
         assert all(r["prompt_tokens"] > 0 and r["llm_calls"] >= 1 for r in rows)
@@ -335,13 +277,10 @@ def test_answers_run_judges_calibration_correlation_and_report(
         rows = read_jsonl(out / "reground" / "cases.jsonl")
         assert all(r["groundedness"] is not None for r in rows)
         result = calibrate_run(out, data_dir=tmp_path / "data")
-        assert (
-            read_calibrated_threshold(tmp_path / "data" / "calibration.json")
-            == result["groundedness_threshold"]
-        )
+        assert read_calibrated_threshold(tmp_path / "data" / "calibration.json") == result["groundedness_threshold"]
 
 
-def test_failed_cases_are_recorded_and_retried(files: tuple[Path, Path], tmp_path: Path) -> None:
+def test_failed_cases_are_recorded_and_retried(files: tuple[Path, Path], tmp_path: Path, store: Any) -> None:
     docs, cases = files
 
     def flaky(messages: list[Any]) -> str:
@@ -354,12 +293,10 @@ def test_failed_cases_are_recorded_and_retried(files: tuple[Path, Path], tmp_pat
         "limit": None,
         "seed": None,
         "out_dir": tmp_path / "r",
-        "store": MemoryStore(DOCS),
+        "store": store,
         "progress": False,
     }
-    summary = run_answers_eval(
-        docs, cases, chat_model=ScriptedChatModel(script={"answer": [flaky]}), **kwargs
-    )
+    summary = run_answers_eval(docs, cases, chat_model=ScriptedChatModel(script={"answer": [flaky]}), **kwargs)
     assert summary["systems"]["naive_rag"]["n_errors"] == 1
     model = ScriptedChatModel(script={"answer": [_answer_from_prompt]})
     summary = run_answers_eval(docs, cases, chat_model=model, workers=2, **kwargs)
@@ -387,16 +324,12 @@ def test_bad_inputs_name_the_way_out(files: tuple[Path, Path], tmp_path: Path) -
     with pytest.raises(EvalRunError, match="naive_rag"):
         parse_systems("naive_rag,best_system")
     with pytest.raises(EvalRunError, match="cases file not found"):
-        run_answers_eval(
-            docs, tmp_path / "nope.jsonl", out_dir=tmp_path / "x", chat_model=ScriptedChatModel()
-        )
+        run_answers_eval(docs, tmp_path / "nope.jsonl", out_dir=tmp_path / "x", chat_model=ScriptedChatModel())
     with pytest.raises(ReportError, match=r"summary\.json"):
         write_report([tmp_path], tmp_path / "rep")
 
 
-def test_cli_handlers(
-    files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_handlers(files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], store: Any) -> None:
     from reground.commands.eval import add_commands
 
     parser = argparse.ArgumentParser(prog="reground")
@@ -412,7 +345,7 @@ def test_cli_handlers(
             seed=0,
             out_dir=run,
             chat_model=ScriptedChatModel(script={"answer": [_answer_from_prompt]}),
-            store=MemoryStore(DOCS),
+            store=store,
             progress=False,
         )
     assert list(summary["systems"]) == ["naive_rag", "no_retrieval"]
@@ -457,9 +390,7 @@ def test_ablations_are_valid_context_overrides() -> None:
     for name, overrides in GRAPH_SYSTEMS.items():
         ablated = dataclasses.replace(base, **overrides)  # validates in __post_init__
         changed = {f.name for f in dataclasses.fields(Context)} - {
-            f.name
-            for f in dataclasses.fields(Context)
-            if getattr(ablated, f.name) == getattr(base, f.name)
+            f.name for f in dataclasses.fields(Context) if getattr(ablated, f.name) == getattr(base, f.name)
         }
         assert changed == set(overrides), name
     assert parse_overrides(["max_refine_iterations=0", "rerank_method=llm"]) == {

@@ -169,9 +169,7 @@ def test_pairwise_runs_both_orders_and_cancels_position_bias() -> None:
     texts = [str(call[1][-1].content) for call in model.calls]
     assert texts[0].index("[Answer A]\nbad") >= 0 and "[Answer A]\ngood" in texts[1]
 
-    broken = pairwise(
-        _judge_model(["[[B]]", "hmm"]), history=[], question="q", answer_a="x", answer_b="y"
-    )
+    broken = pairwise(_judge_model(["[[B]]", "hmm"]), history=[], question="q", answer_a="x", answer_b="y")
     assert broken.verdict is None and broken.consistent is None
 
     summary = summarize_pairwise([biased, won, broken, PairwiseJudgement("A", "A", "A", True)])

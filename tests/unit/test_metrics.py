@@ -109,13 +109,9 @@ def test_offline_values_equal_the_reference_libraries(offline_child: dict[str, o
 def test_token_f1_and_exact_match_by_hand() -> None:
     # prediction tokens (normalised): cat sat on mat ; reference: cat sat on hat today
     # overlap 3 -> P = 3/4, R = 3/5, F1 = 2PR/(P+R) = 2/3
-    out = load_metric("token_f1").compute(
-        predictions=["The cat sat on a mat!"], references=["cat sat on hat today"]
-    )
+    out = load_metric("token_f1").compute(predictions=["The cat sat on a mat!"], references=["cat sat on hat today"])
     assert out["token_f1"] == pytest.approx(2 / 3)
-    em = load_metric("exact_match").compute(
-        predictions=["The  Cat, sat.", "dog"], references=["cat sat", "a cat"]
-    )
+    em = load_metric("exact_match").compute(predictions=["The  Cat, sat.", "dog"], references=["cat sat", "a cat"])
     assert em["exact_match"] == 0.5
 
 
@@ -123,21 +119,14 @@ def test_bleu_1_to_4_equal_nltk_corpus_bleu() -> None:
     from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu
 
     out = load_metric("bleu").compute(predictions=TEXT_PREDICTIONS, references=TEXT_REFERENCES)
-    hyps = [
-        p.lower().replace("'", " ").replace(".", " ").replace(",", " ").split()
-        for p in TEXT_PREDICTIONS
-    ]
+    hyps = [p.lower().replace("'", " ").replace(".", " ").replace(",", " ").split() for p in TEXT_PREDICTIONS]
     refs = [[r.lower().replace("'", " ").replace(".", " ").split()] for r in TEXT_REFERENCES]
     smooth = SmoothingFunction().method1
-    assert out["bleu1"] == pytest.approx(
-        corpus_bleu(refs, hyps, weights=(1, 0, 0, 0), smoothing_function=smooth)
-    )
+    assert out["bleu1"] == pytest.approx(corpus_bleu(refs, hyps, weights=(1, 0, 0, 0), smoothing_function=smooth))
     assert out["bleu4"] == pytest.approx(corpus_bleu(refs, hyps, smoothing_function=smooth))
     assert 1 >= out["bleu1"] >= out["bleu2"] >= out["bleu3"] >= out["bleu4"] > 0
     # SacreBLEU accepts several references per prediction.
-    multi = load_metric("sacrebleu").compute(
-        predictions=["a b c d"], references=[["a b c d", "x y"]]
-    )
+    multi = load_metric("sacrebleu").compute(predictions=["a b c d"], references=[["a b c d", "x y"]])
     assert multi["score"] == pytest.approx(100.0)
 
 
@@ -198,11 +187,7 @@ def test_wordnet_setup_writes_real_files_and_lexnames(tmp_path: Path) -> None:
     target = root / "corpora" / "wordnet"
     assert installed(root) and not (target / "data.noun").is_symlink()
     lines = (target / "lexnames").read_text().splitlines()
-    assert (
-        len(lines) == len(LEXNAMES) == 45
-        and lines[3] == "03\tnoun.Tops\t1"
-        and lines[44] == "44\tadj.ppl\t3"
-    )
+    assert len(lines) == len(LEXNAMES) == 45 and lines[3] == "03\tnoun.Tops\t1" and lines[44] == "44\tadj.ppl\t3"
     with pytest.raises(FileNotFoundError, match="wordnet-base"):
         install_wordnet(tmp_path / "missing", tmp_path / "other")
     assert DEBIAN_WORDNET.name == "wordnet"
@@ -240,9 +225,7 @@ def test_bertscore_is_optional_and_says_what_is_missing() -> None:
             bertscore.compute(predictions=["a"], references=["a"], knowledge=["a"])
     else:
         with pytest.raises(MetricUnavailableError, match="local model directory"):
-            bertscore.compute(
-                predictions=["a"], references=["a"], knowledge=["a"], model_type="bert-base"
-            )
+            bertscore.compute(predictions=["a"], references=["a"], knowledge=["a"], model_type="bert-base")
 
 
 def test_unknown_metric_names_the_known_ones() -> None:

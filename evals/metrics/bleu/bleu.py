@@ -44,10 +44,7 @@ class Bleu(evaluate.Metric):
     def _compute(
         self, predictions: list[str], references: list[str] | list[list[str]], smooth: bool = True
     ) -> dict[str, float]:
-        refs = [
-            [rouge_tokens(r)] if isinstance(r, str) else [rouge_tokens(x) for x in r]
-            for r in references
-        ]
+        refs = [[rouge_tokens(r)] if isinstance(r, str) else [rouge_tokens(x) for x in r] for r in references]
         hyps = [rouge_tokens(p) for p in predictions]
         smoothing = SmoothingFunction().method1 if smooth else None
         return {

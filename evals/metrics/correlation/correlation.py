@@ -26,9 +26,7 @@ class Correlation(evaluate.Metric):
             ),
         )
 
-    def _compute(
-        self, predictions: list[float], references: list[float]
-    ) -> dict[str, float | int | None]:
+    def _compute(self, predictions: list[float], references: list[float]) -> dict[str, float | int | None]:
         out: dict[str, float | int | None] = {"n": len(predictions)}
         if len(predictions) < 3 or len(set(predictions)) < 2 or len(set(references)) < 2:
             out.update(

@@ -21,9 +21,7 @@ class LevenshteinAccuracy(evaluate.Metric):
             ),
         )
 
-    def _compute(
-        self, predictions: list[str], references: list[str], max_distance: int = 100
-    ) -> dict[str, object]:
+    def _compute(self, predictions: list[str], references: list[str], max_distance: int = 100) -> dict[str, object]:
         hits = [
             Levenshtein.distance(p, r, score_cutoff=max_distance) <= max_distance
             for p, r in zip(predictions, references, strict=True)
