@@ -54,9 +54,7 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return round(ordered[index], 2)
 
 
-def one_turn(
-    client: Any, assistant_id: str, question: str, context: dict[str, Any]
-) -> dict[str, Any]:
+def one_turn(client: Any, assistant_id: str, question: str, context: dict[str, Any]) -> dict[str, Any]:
     """Stream one turn on a new thread: seconds to the first progress event and to the end."""
     thread_id = client.threads.create()["thread_id"]
     started = time.perf_counter()
@@ -133,26 +131,17 @@ def concurrent_turns(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--llm",
         default="smollm2-135m",
         help="local model to serve (smollm2-135m, qwen2.5-0.5b, ...)",
     )
-    parser.add_argument(
-        "--profile", choices=sorted(PROFILES), default="default", help="context settings"
-    )
-    parser.add_argument(
-        "--single-runs", type=int, default=3, help="single-turn repetitions (median reported)"
-    )
-    parser.add_argument(
-        "--concurrency", type=int, nargs="*", default=[10, 20], help="thread counts to run at once"
-    )
-    parser.add_argument(
-        "--n-jobs-per-worker", type=int, default=10, help="langgraph dev's concurrent runs"
-    )
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="default", help="context settings")
+    parser.add_argument("--single-runs", type=int, default=3, help="single-turn repetitions (median reported)")
+    parser.add_argument("--concurrency", type=int, nargs="*", default=[10, 20], help="thread counts to run at once")
+    parser.add_argument("--n-jobs-per-worker", type=int, default=10, help="langgraph dev's concurrent runs")
+    parser.add_argument("--llm-url", default="", help="use this running OpenAI-style server instead of starting one")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
 
@@ -178,16 +167,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             store = PassageStore.open(DEMO_COLLECTION, data_dir=root / "data", create=True)
             ingest([corpus], store, progress=False)
             t0 = time.perf_counter()
-            llm = servers.start_local_llm(args.llm, root / "llm-state")
+            if args.llm_url:
+                llm = servers.LocalLLM(url=servers.openai_base(args.llm_url), pid=0, model=args.llm)
+            else:
+                llm = servers.start_local_llm(args.llm, root / "llm-state")
             llm_start_s = time.perf_counter() - t0
             env = {
                 "REGROUND_DATA_DIR": str(root / "data"),
                 "REGROUND_LOCAL_LLM_URL": llm.url,
                 "REGROUND_STATE_DIR": str(root / "state"),
             }
-            dev = servers.start_langgraph_dev(
-                root / "server", env, n_jobs_per_worker=args.n_jobs_per_worker
-            )
+            dev = servers.start_langgraph_dev(root / "server", env, n_jobs_per_worker=args.n_jobs_per_worker)
             client = get_sync_client(url=dev.url, timeout=3600.0)
             assistant_id = client.assistants.search(graph_id="reground")[0]["assistant_id"]
             context = {
@@ -196,13 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "chat_model": f"local:{args.llm}",
                 **PROFILES[args.profile],
             }
-            one_turn(
-                client, assistant_id, DEMO_TURNS[0], context
-            )  # warm-up: model load, prompt cache
-            singles = [
-                one_turn(client, assistant_id, DEMO_TURNS[0], context)
-                for _ in range(args.single_runs)
-            ]
+            one_turn(client, assistant_id, DEMO_TURNS[0], context)  # warm-up: model load, prompt cache
+            singles = [one_turn(client, assistant_id, DEMO_TURNS[0], context) for _ in range(args.single_runs)]
             concurrency = []
             for n in args.concurrency:
                 concurrency.append(concurrent_turns(client, assistant_id, DEMO_TURNS, context, n))
@@ -224,24 +209,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             "python": platform.python_version(),
         },
         "server_startup_s": round(dev.startup_s, 1) if dev else None,
-        "llm_startup_s": round(llm_start_s, 1),
+        "llm_startup_s": None if args.llm_url else round(llm_start_s, 1),
+        "llm_url_given": bool(args.llm_url),
+        "load_average_at_end": os.getloadavg(),
         "n_jobs_per_worker": args.n_jobs_per_worker,
         "single_turn": {
             "runs": singles,
-            "first_progress_s_median": statistics.median(
-                s["first_progress_s"] or float("nan") for s in singles
-            ),
+            "first_progress_s_median": statistics.median(s["first_progress_s"] or float("nan") for s in singles),
             "final_answer_s_median": statistics.median(s["final_answer_s"] for s in singles),
         },
         "concurrent": concurrency,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(
-        json.dumps(
-            {k: report[k] for k in ("llm", "profile", "single_turn", "concurrent")}, indent=2
-        )
-    )
+    print(json.dumps({k: report[k] for k in ("llm", "profile", "single_turn", "concurrent")}, indent=2))
     return 0
 
 

@@ -50,9 +50,7 @@ def _tail(path: Path, lines: int = 40) -> str:
         return "(no log)"
 
 
-def wait_ready(
-    url: str, *, process: subprocess.Popen[bytes] | None, log: Path, timeout_s: float
-) -> float:
+def wait_ready(url: str, *, process: subprocess.Popen[bytes] | None, log: Path, timeout_s: float) -> float:
     """Poll `url` until it answers 200; fail early (with the log's tail) if the process died."""
     started = time.monotonic()
     last_error = ""
@@ -69,9 +67,7 @@ def wait_ready(
         except httpx.HTTPError as exc:
             last_error = repr(exc)
         time.sleep(0.25)
-    raise TimeoutError(
-        f"{url} not ready after {timeout_s:.0f} s ({last_error}); log {log}:\n{_tail(log)}"
-    )
+    raise TimeoutError(f"{url} not ready after {timeout_s:.0f} s ({last_error}); log {log}:\n{_tail(log)}")
 
 
 def stop_pid(pid: int, *, grace_s: float = 10.0) -> None:
@@ -156,15 +152,11 @@ class LanggraphDev:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        self.startup_s = wait_ready(
-            f"{self.url}/ok", process=self.process, log=self.log_path, timeout_s=timeout_s
-        )
+        self.startup_s = wait_ready(f"{self.url}/ok", process=self.process, log=self.log_path, timeout_s=timeout_s)
         announced = re.findall(r"API: \S*?http://127\.0\.0\.1:(\d+)", _tail(self.log_path, 400))
         if announced and int(announced[-1]) != self.port:
             self.stop()
-            raise RuntimeError(
-                f"langgraph dev moved to port {announced[-1]} (asked for {self.port})"
-            )
+            raise RuntimeError(f"langgraph dev moved to port {announced[-1]} (asked for {self.port})")
         return self
 
     def stop(self) -> None:
@@ -182,16 +174,10 @@ class LanggraphDev:
         return self.start(timeout_s)
 
     def log_text(self) -> str:
-        return (
-            self.log_path.read_text(encoding="utf-8", errors="replace")
-            if self.log_path.exists()
-            else ""
-        )
+        return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
 
 
-def langgraph_env(
-    extra: Mapping[str, str] | None = None, *, base: Mapping[str, str] | None = None
-) -> dict[str, str]:
+def langgraph_env(extra: Mapping[str, str] | None = None, *, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The server's environment: the caller's, the offline switches, then `extra`."""
     env = dict(os.environ if base is None else base)
     env.update(OFFLINE_ENV)
@@ -207,9 +193,7 @@ def start_langgraph_dev(
     **kwargs: Any,
 ) -> LanggraphDev:
     """Start `langgraph dev` serving this repo's langgraph.json; `workdir` holds its state."""
-    server = LanggraphDev(
-        port=port or free_port(), workdir=workdir, env=langgraph_env(extra_env), **kwargs
-    )
+    server = LanggraphDev(port=port or free_port(), workdir=workdir, env=langgraph_env(extra_env), **kwargs)
     return server.start()
 
 
@@ -222,7 +206,8 @@ class LocalLLM:
     model: str
 
     def stop(self) -> None:
-        stop_pid(self.pid)
+        if self.pid:  # 0: a server someone else started (not ours to stop)
+            stop_pid(self.pid)
 
 
 def start_local_llm(model: str, state_dir: Path, *, timeout_s: float = 120.0) -> LocalLLM:
@@ -238,10 +223,15 @@ def start_local_llm(model: str, state_dir: Path, *, timeout_s: float = 120.0) ->
             os.environ.pop("REGROUND_STATE_DIR", None)
         else:
             os.environ["REGROUND_STATE_DIR"] = previous
-    url = str(info.url).rstrip("/")
-    models_url = url + "/models" if url.endswith("/v1") else url + "/v1/models"
-    wait_ready(models_url, process=None, log=state_dir / "llm.log", timeout_s=timeout_s)
+    url = openai_base(str(info.url))
+    wait_ready(url + "/models", process=None, log=state_dir / "llm.log", timeout_s=timeout_s)
     return LocalLLM(url=url, pid=int(info.pid), model=model)
+
+
+def openai_base(url: str) -> str:
+    """The OpenAI-style base URL (ending in /v1) that REGROUND_LOCAL_LLM_URL expects."""
+    url = url.rstrip("/")
+    return url if url.endswith("/v1") else url + "/v1"
 
 
 @dataclass
@@ -258,9 +248,7 @@ class Postgres:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            stop_pid(
-                self.process.pid
-            )  # SIGTERM = postgres "smart" shutdown; SIGKILL after the grace
+            stop_pid(self.process.pid)  # SIGTERM = postgres "smart" shutdown; SIGKILL after the grace
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=5)
 
@@ -337,15 +325,11 @@ def start_postgres(root: Path, *, timeout_s: float = 60.0) -> Postgres:
     started = time.monotonic()
     while time.monotonic() - started < timeout_s:
         if server.process.poll() is not None:
-            raise RuntimeError(
-                f"postgres exited with {server.process.returncode}; log {log}:\n{_tail(log)}"
-            )
+            raise RuntimeError(f"postgres exited with {server.process.returncode}; log {log}:\n{_tail(log)}")
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.settimeout(0.5)
             if sock.connect_ex(("127.0.0.1", server.port)) == 0:
                 return server
         time.sleep(0.1)
     server.stop()
-    raise TimeoutError(
-        f"postgres not accepting connections on {server.port}; log {log}:\n{_tail(log)}"
-    )
+    raise TimeoutError(f"postgres not accepting connections on {server.port}; log {log}:\n{_tail(log)}")
