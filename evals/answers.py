@@ -485,7 +485,7 @@ def summarize_run(out_dir: str | Path, case_ids: Iterable[str]) -> dict[str, Any
 def _check_config(out_dir: Path, config: dict[str, Any]) -> None:
     """A rerun must use the same cases and models, or finished rows would mix with others."""
     path = out_dir / "config.json"
-    keys = ("cases", "docs", "limit", "seed", "chat_model")
+    keys = ("cases", "docs", "limit", "seed", "only_followups", "chat_model")
     if path.is_file():
         old = json.loads(path.read_text(encoding="utf-8"))
         changed = [k for k in keys if old.get(k) != config.get(k)]
@@ -507,6 +507,7 @@ def run_answers_eval(
     systems: Sequence[str] | str = DEFAULT_SYSTEMS,
     limit: int | None = 100,
     seed: int | None = 0,
+    only_followups: bool = False,
     out_dir: str | Path,
     chat_model_spec: str = "local:default",
     judge_model_spec: str | None = None,
@@ -533,12 +534,13 @@ def run_answers_eval(
     bad_judges = [j for j in judges if j not in JUDGES]
     if bad_judges:
         raise EvalRunError(f"unknown judges {bad_judges}: choose from {', '.join(JUDGES)}")
-    selected = load_cases(cases_path, limit=limit, seed=seed, only_with_answer=True)
+    selected = load_cases(cases_path, limit=limit, seed=seed, only_with_answer=True, only_followups=only_followups)
     config = {
         "docs": str(docs_path.resolve()),
         "cases": str(cases_path.resolve()),
         "limit": limit,
         "seed": seed,
+        "only_followups": only_followups,
         "chat_model": chat_model_spec if chat_model is None else f"instance:{type(chat_model).__name__}",
         "judge_model": judge_model_spec if judge_model is None else f"instance:{type(judge_model).__name__}",
         "systems": names,

@@ -16,6 +16,10 @@ def _limit(text: str) -> int | None:
     return value or None
 
 
+def _seed(text: str) -> int | None:
+    return None if text.strip().lower() == "none" else int(text)
+
+
 def add_commands(subparsers: Any) -> None:
     """Add the `eval` group and its sub-commands to the top-level parser."""
     group = subparsers.add_parser("eval", help="evaluate retrieval and answers; calibrate; write reports")
@@ -40,7 +44,13 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--docs", required=True, help="documents .jsonl")
     p.add_argument("--cases", required=True, help="cases .jsonl (only cases with a gold answer are used)")
     p.add_argument("--limit", type=_limit, default=100, help="sample size (default 100; 0 = all)")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument(
+        "--seed",
+        type=_seed,
+        default=0,
+        help="sampling seed (default 0); 'none' = the first --limit cases in file order",
+    )
+    p.add_argument("--followups-only", action="store_true", help="only turns that follow earlier dialogue")
     p.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS), help="comma-separated systems")
     p.add_argument("--out", required=True, help="output directory (resumable: reruns skip finished cases)")
     p.add_argument("--model", default="local:default", help="chat model spec (default local:default)")
@@ -129,6 +139,7 @@ def _answers(args: argparse.Namespace) -> int:
             systems=args.systems,
             limit=args.limit,
             seed=args.seed,
+            only_followups=args.followups_only,
             out_dir=args.out,
             chat_model_spec=args.model,
             judge_model_spec=args.judge_model,

@@ -376,6 +376,10 @@ def test_cli_handlers(files: tuple[Path, Path], tmp_path: Path, capsys: pytest.C
         == 1
     )
     assert "choose from" in capsys.readouterr().err
+    args = parser.parse_args(
+        ["eval", "answers", "--docs", "d", "--cases", "c", "--out", "o", "--seed", "none", "--followups-only"]
+    )
+    assert args.seed is None and args.followups_only and args.limit == 100
 
 
 def test_ablations_are_valid_context_overrides() -> None:
