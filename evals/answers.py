@@ -387,9 +387,12 @@ def run_judges(
             verdict = J.hallucination(judge_model, **kw)
             out.update(hallucination=verdict.value, hallucination_raw=verdict.raw[:500])
         if "geval" in judges:
-            out["geval"] = {d: j.value for d, j in J.geval(judge_model, **kw).items()}
+            ratings = J.geval(judge_model, **kw)
+            out["geval"] = {d: j.value for d, j in ratings.items()}
+            out["geval_raw"] = {d: j.raw[:300] for d, j in ratings.items()}  # to audit the parser
         if "rubric" in judges:
-            out["rubric"] = J.rubric_score(judge_model, reference=row.get("gold_answer"), **kw).value
+            graded = J.rubric_score(judge_model, reference=row.get("gold_answer"), **kw)
+            out.update(rubric=graded.value, rubric_raw=graded.raw[:300])
         writer.write(out)
 
     try:

@@ -108,8 +108,10 @@ def parse_pairwise(text: str | None) -> Pairwise | None:
     )
     if verdict:
         return _PAIR_WORDS[verdict[-1]]
+    # Only tie statements, not the instruction's "[[C]] for a tie" echoed back by a small model.
     if re.search(
-        r"\b(it'?s a tie|a tie|tie\b|equally good|equally bad|both are equal|no difference)",
+        r"\b(it'?s a tie|it is a tie|(?:are|is) (?:a )?tie\b|(?:are |is )?equally (?:good|bad|helpful)|"
+        r"both are equal|no difference)",
         lowered,
     ):
         return "tie"
@@ -148,7 +150,9 @@ def parse_hallucination(text: str | None) -> bool | None:
     lowered = text.lower().replace("*", "")
     lines = re.findall(r"verdict\s*[:=\-]\s*(.+)", lowered)
     if lines:
-        return _hallucination_label(lines[-1])
+        labels = {_hallucination_label(line) for line in lines} - {None}
+        # Several different verdicts: the model echoed the few-shot examples; no guessing which is meant.
+        return labels.pop() if len(labels) == 1 else None
     for obj in _json_objects(text):
         for key in ("hallucination", "hallucinated", "is_hallucination"):
             if isinstance(obj.get(key), bool):

@@ -71,6 +71,9 @@ def test_parse_rating(reply: str | None, expected: float | None) -> None:
         ("Answer A is better because it is grounded.", "A"),
         ("Response B was clearly better.", "B"),
         ("It's a tie.", "tie"),
+        ("Both answers are equally good.", "tie"),
+        # a small model echoing the instruction is not a verdict
+        ("A) If A is better, B) If B is better, C) For a tie", None),
         ("B", "B"),
         ("A.", "A"),
         # unparseable
@@ -105,6 +108,9 @@ def test_parse_pairwise(reply: str, expected: str | None) -> None:
         ("No.", False),
         # the reasoning mentions the other label; the verdict line wins
         ("It is not unsupported, since [1] says so. Verdict: FAITHFUL", False),
+        ("Reasoning: ok\nVerdict: FAITHFUL\nVerdict: faithful", False),
+        # a small model echoing the few-shot examples: several different verdicts
+        ("Answer: 25 days.\nVerdict: FAITHFUL\nAnswer: 5 days.\nVerdict: HALLUCINATED", None),
         # unparseable
         ("", None),
         ("I cannot tell.", None),
