@@ -355,8 +355,13 @@ def test_cli_handlers(files: tuple[Path, Path], tmp_path: Path, capsys: pytest.C
         args = parser.parse_args(list(argv))
         return int(args.func(args))
 
-    assert main("eval", "report", "--runs", str(run), "--out", str(tmp_path / "rep")) == 0
-    assert (tmp_path / "rep" / "report.md").is_file()
+    retrieval = tmp_path / "retrieval"
+    data = tmp_path / "data"
+    args = ("--docs", str(docs), "--cases", str(cases), "--out", str(retrieval), "--data-dir", str(data))
+    assert main("eval", "retrieval", *args) == 0
+    assert main("eval", "report", "--runs", str(retrieval), str(run), "--out", str(tmp_path / "rep")) == 0
+    text = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Retrieval (document level)" in text and "| bm25_history |" in text and "## Answers" in text
     assert main("eval", "correlation", "--run", str(run)) == 0
     assert main("eval", "calibrate", "--run", str(run), "--system", "reground") == 1
     assert "reground/cases.jsonl not found" in capsys.readouterr().err
