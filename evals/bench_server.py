@@ -107,10 +107,11 @@ def concurrent_turns(
     failures: list[str] = []
     mixed_up = 0
     for thread_id, run_id, question in jobs:
-        client.runs.join(thread_id, run_id)
+        output = client.runs.join(thread_id, run_id)
         run = client.runs.get(thread_id, run_id)
         if run["status"] != "success":
-            failures.append(f"{run_id}: {run['status']}")
+            error = output.get("__error__", {}) if isinstance(output, dict) else {}
+            failures.append(f"{run['status']}: {error.get('error', '?')}: {str(error.get('message', ''))[:120]}")
             continue
         latencies.append(time.perf_counter() - started)  # joined in order: an upper bound per run
         state = client.threads.get_state(thread_id)["values"]
