@@ -41,9 +41,7 @@ def open_app(db_path: str | Path, **overrides: Any) -> Iterator[Any]:
 def ask(app: Any, thread_id: str, question: str, context: Context) -> dict[str, Any]:
     """One turn on a thread: only the new user message is sent, the checkpointer holds the rest."""
     config = run_config(context, configurable={"thread_id": thread_id})
-    output = app.invoke(
-        {"messages": [{"role": "user", "content": question}]}, config=config, context=context
-    )
+    output = app.invoke({"messages": [{"role": "user", "content": question}]}, config=config, context=context)
     return dict(output["result"])
 
 
@@ -54,18 +52,12 @@ def history(app: Any, thread_id: str, context: Context) -> list[tuple[str, str]]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("questions", nargs="+", help="questions to ask, in order, on the thread")
-    parser.add_argument(
-        "--db", default="reground-threads.sqlite", help="SQLite file holding the threads"
-    )
+    parser.add_argument("--db", default="reground-threads.sqlite", help="SQLite file holding the threads")
     parser.add_argument("--thread", default="demo", help="thread id (one per user conversation)")
     parser.add_argument("--collection", default=None, help="collection to answer from")
-    parser.add_argument(
-        "--data-dir", default=None, help="store directory (default $REGROUND_DATA_DIR)"
-    )
+    parser.add_argument("--data-dir", default=None, help="store directory (default $REGROUND_DATA_DIR)")
     parser.add_argument("--chat-model", default=None, help="model spec, e.g. local:default")
     args = parser.parse_args(argv)
     settings = {

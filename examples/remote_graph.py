@@ -26,14 +26,10 @@ def connect(url: str, graph_id: str = "reground") -> RemoteGraph:
     return RemoteGraph(graph_id, url=url)
 
 
-def ask(
-    remote: RemoteGraph, thread_id: str, question: str, context: dict[str, Any] | None = None
-) -> dict[str, Any]:
+def ask(remote: RemoteGraph, thread_id: str, question: str, context: dict[str, Any] | None = None) -> dict[str, Any]:
     """One turn on a server-side thread (created on first use); returns the turn's result."""
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-    output = remote.invoke(
-        {"messages": [{"role": "user", "content": question}]}, config=config, context=context
-    )
+    output = remote.invoke({"messages": [{"role": "user", "content": question}]}, config=config, context=context)
     return dict(output["result"])
 
 
@@ -54,17 +50,11 @@ def stream_progress(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("questions", nargs="+")
-    parser.add_argument(
-        "--url", default="http://127.0.0.1:2024", help="URL of the LangGraph server"
-    )
+    parser.add_argument("--url", default="http://127.0.0.1:2024", help="URL of the LangGraph server")
     parser.add_argument("--thread", default="", help="thread id; default: a new one")
-    parser.add_argument(
-        "--context", default="{}", help='run context as JSON, e.g. \'{"collection": "demo-hr"}\''
-    )
+    parser.add_argument("--context", default="{}", help='run context as JSON, e.g. \'{"collection": "demo-hr"}\'')
     args = parser.parse_args(argv)
     remote = connect(args.url)
     thread_id = args.thread or str(uuid.uuid4())
