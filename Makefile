@@ -13,9 +13,13 @@ $(PY):
 	$(PIP) install --quiet --upgrade pip setuptools wheel
 
 # One install for everything: the local model stack compiles llama.cpp once (pip caches the wheel).
+# WordNet (for METEOR) comes from Debian; without root or apt the metric reports itself unavailable.
 $(STAMP): pyproject.toml | $(PY)
-	$(PIP) install --quiet -e ".[local,eval,server,dev]"
-	$(PY) -m reground.evals.setup_wordnet || echo "METEOR will be skipped: WordNet not installed"
+	$(PIP) install --quiet -e ".[local,eval,server,postgres,dev]"
+	@if [ ! -d /usr/share/wordnet ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		(apt-get update -qq && apt-get install -y -qq wordnet-base wordnet-sense-index >/dev/null) \
+		|| echo "apt-get could not install WordNet"; fi
+	$(PY) -m reground.evals.setup_wordnet || echo "METEOR will be unavailable: WordNet not installed"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -1,0 +1,112 @@
+"""The local model launcher's bookkeeping: joining and checking weights, the run record, the CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from reground.tools import local_server
+from reground.tools.local_server import LocalServerError, ModelSpec
+
+
+@pytest.fixture(autouse=True)
+def _private_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REGROUND_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("REGROUND_STATE_DIR", str(tmp_path / "state"))
+
+
+def _chunked_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, tamper: bool = False) -> tuple[str, bytes]:
+    blobs = [os.urandom(1000), os.urandom(777), os.urandom(10)]
+    paths = []
+    for number, blob in enumerate(blobs, start=1):
+        path = tmp_path / f"part{number:02d}.bin"
+        path.write_bytes(blob)
+        paths.append(path)
+    joined = b"".join(blobs)
+    spec = ModelSpec(
+        name="tiny",
+        description="test",
+        parts=tuple((f"tiny-part{i}", f"part{i:02d}.bin") for i in range(1, 4)),
+        file_name="tiny.gguf",
+        size=len(joined),
+        sha256=hashlib.sha256(b"x" if tamper else joined).hexdigest(),
+        install="pip install tiny",
+    )
+    monkeypatch.setitem(local_server.MODELS, "tiny", spec)
+    monkeypatch.setattr(local_server, "_part_paths", lambda s: paths if s.name == "tiny" else [])
+    return "tiny", joined
+
+
+def test_chunked_model_is_joined_once_and_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name, joined = _chunked_model(tmp_path, monkeypatch)
+    path = local_server.resolve_gguf(name)
+    assert path.read_bytes() == joined
+    assert path.parent == tmp_path / "cache" / "models"
+    # The second call trusts the verified marker: a re-join would have to read the parts again.
+    monkeypatch.setattr(local_server, "_part_paths", lambda s: [])
+    assert local_server.resolve_gguf(name) == path
+
+
+def test_tampered_chunks_are_rejected_and_leave_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name, _ = _chunked_model(tmp_path, monkeypatch, tamper=True)
+    with pytest.raises(LocalServerError, match="sha256") as error:
+        local_server.resolve_gguf(name)
+    assert "pip install tiny" in str(error.value)
+    models = tmp_path / "cache" / "models"
+    assert not any(models.iterdir()), "no partial or unverified model may stay in the cache"
+
+
+def test_missing_packages_name_the_install_command() -> None:
+    spec = local_server.MODELS["qwen2.5-1.5b"]
+    missing = ModelSpec(**{**spec.__dict__, "parts": (("reground-no-such-dist", "x.bin"),)})
+    with pytest.raises(LocalServerError, match="reground-no-such-dist") as error:
+        local_server._part_paths(missing)
+    assert spec.install in str(error.value)
+
+
+def test_unknown_model_and_missing_gguf_path() -> None:
+    with pytest.raises(LocalServerError, match=r"unknown local model 'gpt-9'.*qwen2\.5-0\.5b"):
+        local_server.resolve_gguf("gpt-9")
+    with pytest.raises(LocalServerError, match="GGUF file not found"):
+        local_server.resolve_gguf("/nowhere/model.gguf")
+    assert local_server.model_spec("default").name == local_server.DEFAULT_MODEL
+
+
+def test_a_stale_record_is_dropped(tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    record = tmp_path / "state" / "llm-server.json"
+    record.parent.mkdir(parents=True)
+    info = {"url": "http://127.0.0.1:9/v1", "pid": dead.pid, "port": 9, "model": "m", "gguf": "g", "log": "l"}
+    record.write_text(json.dumps({**info, "started_at": 0.0}))
+    assert local_server.recorded_server_url() is None
+    assert local_server.status() is None
+    assert not record.exists()
+    assert local_server.stop() is None
+
+
+def test_a_live_record_is_reported(tmp_path: Path) -> None:
+    record = tmp_path / "state" / "llm-server.json"
+    record.parent.mkdir(parents=True)
+    info = {"url": "http://127.0.0.1:9/v1", "pid": os.getpid(), "port": 9, "model": "m", "gguf": "g", "log": "l"}
+    record.write_text(json.dumps({**info, "started_at": 0.0}))
+    assert local_server.recorded_server_url() == "http://127.0.0.1:9/v1"
+    status = local_server.status()
+    assert status is not None and status.pid == os.getpid()
+
+
+def test_cli_models_and_status(tmp_path: Path) -> None:
+    env = {**os.environ, "REGROUND_STATE_DIR": str(tmp_path / "state"), "REGROUND_CACHE_DIR": str(tmp_path / "c")}
+    models = subprocess.run(
+        [sys.executable, "-m", "reground", "llm", "models"], env=env, capture_output=True, text=True, check=True
+    )
+    assert "qwen2.5-0.5b [default]" in models.stdout and "smollm2-135m" in models.stdout
+    status = subprocess.run(
+        [sys.executable, "-m", "reground", "llm", "status"], env=env, capture_output=True, text=True, check=False
+    )
+    assert status.returncode == 1 and "no local LLM server is running" in status.stdout
