@@ -44,7 +44,7 @@ def rerank(state: State, env: NodeEnv) -> dict[str, Any]:
     candidates = list(state.get("candidates", []))
     n = context.top_n
     if context.rerank_method == "off" or len(candidates) <= 1:
-        return {"passages": [Passage(**p, rank=i + 1) for i, p in enumerate(candidates[:n])]}
+        return {"passages": [Passage(**{**p, "rank": i + 1}) for i, p in enumerate(candidates[:n])]}
     if context.rerank_method == "fusion":
         return {"passages": fuse_rerank(candidates, n)}
     query = state.get("retrieval_query") or state["question"]

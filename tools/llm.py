@@ -150,6 +150,13 @@ def ensure_reachable(spec: str, *, timeout_s: float = 3.0) -> str:
     headers = {"Authorization": f"Bearer {_api_key(scheme)}"}
     try:
         response = httpx.get(f"{url}/models", headers=headers, timeout=timeout_s)
+    except httpx.ConnectTimeout as exc:  # nothing accepted the connection in time: down or unroutable
+        raise LLMUnavailableError(_ways_out(url) + " (ConnectTimeout)") from exc
+    except httpx.TimeoutException:
+        # Something accepted the connection but is slow to answer: a single-slot llama.cpp server
+        # busy with another request. That server is up; the call itself has its own timeout.
+        _REACHABLE[url] = time.monotonic()
+        return url
     except httpx.HTTPError as exc:
         raise LLMUnavailableError(_ways_out(url) + f" ({type(exc).__name__})") from exc
     if response.status_code >= 500 or response.status_code == 404:
