@@ -17,9 +17,11 @@ from typing import Any
 
 import numpy as np
 from reground.evals.answers import latest_by_case, read_jsonl
+from reground.tools.paths import CALIBRATION_FILE, read_calibrated_threshold
 from reground.tools.paths import data_dir as default_data_dir
 
-CALIBRATION_FILE = "calibration.json"
+__all__ = ["CalibrationError", "calibrate_run", "calibrated_threshold", "read_calibrated_threshold"]
+
 REPO_RESULTS = Path(__file__).resolve().parent / "results"
 PERCENTILE = 5.0
 
@@ -79,18 +81,3 @@ def calibrate_run(
         target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     result["written"] = [str(t) for t in targets]
     return result
-
-
-def read_calibrated_threshold(path: str | Path | None = None) -> float | None:
-    """The calibrated groundedness threshold, or None when there is no (valid) calibration file.
-
-    Default path: `<data_dir>/calibration.json` ($REGROUND_DATA_DIR or ~/.local/share/reground).
-    """
-    file = Path(path) if path else default_data_dir() / CALIBRATION_FILE
-    try:
-        value = json.loads(file.read_text(encoding="utf-8")).get("groundedness_threshold")
-    except (OSError, ValueError, AttributeError):
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-        return None
-    return float(value)

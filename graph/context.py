@@ -19,6 +19,7 @@ from reground.prompts import refine_question as refine_question_prompts
 from reground.prompts import rerank as rerank_prompts
 from reground.prompts import self_check as self_check_prompts
 
+DEFAULT_GROUNDEDNESS_THRESHOLD = 0.5  # used until `reground eval calibrate` writes a measured one
 ENV_PREFIX = "REGROUND_"
 
 
@@ -124,7 +125,7 @@ class Context:
 
     # --- groundedness and loops --------------------------------------------------------
     groundedness_threshold: float = field(
-        default=0.5,
+        default=DEFAULT_GROUNDEDNESS_THRESHOLD,
         metadata=_describe("Answers scoring below this are re-grounded; `reground eval calibrate` sets it."),
     )
     groundedness_weights: dict[str, float] = field(
@@ -198,11 +199,14 @@ class Context:
     )
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            env_value = os.environ.get(ENV_PREFIX + f.name.upper())
-            if env_value is None or getattr(self, f.name) != _default_of(f):
-                continue
-            setattr(self, f.name, _parse_env(f.name, env_value, getattr(self, f.name)))
+        apply_env_fallbacks(self)
+        if self.groundedness_threshold == DEFAULT_GROUNDEDNESS_THRESHOLD:
+            # Not set explicitly nor by the environment: the threshold `reground eval calibrate` measured.
+            from reground.tools.paths import CALIBRATION_FILE, data_dir, read_calibrated_threshold
+
+            calibrated = read_calibrated_threshold(data_dir(self.data_dir or None) / CALIBRATION_FILE)
+            if calibrated is not None:
+                self.groundedness_threshold = calibrated
         self.validate()
 
     def validate(self) -> None:
@@ -242,8 +246,7 @@ class Context:
             raise ContextError("context field 'rerank_url' is required when rerank_method is 'http'")
         if not isinstance(self.metadata_filter, dict):
             raise ContextError(f"context field 'metadata_filter' must be an object, got {self.metadata_filter!r}")
-        if not 3 <= len(self.collection) <= 512:
-            raise ContextError(f"context field 'collection' must be 3-512 characters, got {self.collection!r}")
+        check_collection(self.collection)
         unknown = set(self.refine_prompts) - {"specificity", "faithfulness", "relevance"}
         if unknown:
             raise ContextError(f"context field 'refine_prompts' has unknown principles: {sorted(unknown)}")
@@ -252,6 +255,23 @@ class Context:
         """The model spec a role uses: its own if set, else the shared chat_model."""
         own = {"refiner": self.refiner_model, "answer": self.answer_model, "judge": self.judge_model}[role]
         return own or self.chat_model
+
+
+def apply_env_fallbacks(settings: Any) -> None:
+    """Fields still at their default take REGROUND_<FIELD> from the environment (explicit values win)."""
+    for f in fields(settings):
+        env_value = os.environ.get(ENV_PREFIX + f.name.upper())
+        if env_value is not None and getattr(settings, f.name) == _default_of(f):
+            setattr(settings, f.name, _parse_env(f.name, env_value, getattr(settings, f.name)))
+
+
+def check_collection(collection: str) -> None:
+    """The store's naming rule, raised as a ContextError so Studio shows it before any run starts."""
+    from reground.tools.store import collection_name_problem
+
+    problem = collection_name_problem(str(collection))
+    if problem:
+        raise ContextError(f"context field 'collection': {problem}")
 
 
 def _default_of(f: Any) -> Any:

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import tempfile
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
-from reground.graph.context import ENV_PREFIX, Context, ContextError, _default_of, _parse_env
+from reground.graph.context import Context, ContextError, apply_env_fallbacks, check_collection
 
 _READER = Context.__dataclass_fields__  # the conversation's defaults: ingest where it reads
 
@@ -56,12 +55,8 @@ class IngestContext:
     )
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            env_value = os.environ.get(ENV_PREFIX + f.name.upper())
-            if env_value is not None and getattr(self, f.name) == _default_of(f):
-                setattr(self, f.name, _parse_env(f.name, env_value, getattr(self, f.name)))
-        if not 3 <= len(self.collection) <= 512:
-            raise ContextError(f"context field 'collection' must be 3-512 characters, got {self.collection!r}")
+        apply_env_fallbacks(self)
+        check_collection(self.collection)
         if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 16:
             raise ContextError(f"context field 'max_tokens' must be an integer >= 16, got {self.max_tokens!r}")
 

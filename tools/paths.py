@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+
+CALIBRATION_FILE = "calibration.json"  # written by `reground eval calibrate`
 
 
 def data_dir(override: str | os.PathLike[str] | None = None) -> Path:
@@ -28,3 +31,18 @@ def state_dir() -> Path:
     path = Path(raw).expanduser() if raw else cache_dir() / "run"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def read_calibrated_threshold(path: str | os.PathLike[str] | None = None) -> float | None:
+    """The calibrated groundedness threshold, or None when there is no (valid) calibration file.
+
+    Default path: `<data_dir>/calibration.json` ($REGROUND_DATA_DIR or ~/.local/share/reground).
+    """
+    file = Path(path) if path else data_dir() / CALIBRATION_FILE
+    try:
+        value = json.loads(file.read_text(encoding="utf-8")).get("groundedness_threshold")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        return None
+    return float(value)

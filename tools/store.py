@@ -48,6 +48,16 @@ class EmptyCollectionError(StoreError):
 Where = dict[str, Any]
 
 
+def collection_name_problem(collection: str) -> str | None:
+    """Why a collection name is invalid (Chroma's rules, with room for the manifest suffix), or None."""
+    if 3 <= len(collection) <= 200 and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]", collection):
+        return None
+    return (
+        f"invalid collection name {collection!r}: 3-200 characters, letters, digits, '.', '_' or '-', "
+        "starting and ending with a letter or digit"
+    )
+
+
 def normalize_where(where: Where | None) -> dict[str, list[str]]:
     """{field: value | [values]} → {field: [str values]}; rejects shapes we cannot enforce."""
     if not where:
@@ -81,7 +91,6 @@ def _chroma_where(where: dict[str, list[str]]) -> dict[str, Any] | None:
     if not clauses:
         return None
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
 
 
 def _client(data_dir: Path, chroma_url: str) -> Any:
@@ -152,11 +161,9 @@ class PassageStore:
         chroma_url: str = "",
         create: bool = False,
     ) -> PassageStore:
-        if not 3 <= len(collection) <= 200 or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]", collection):
-            raise StoreError(
-                f"invalid collection name {collection!r}: 3-200 characters, letters, digits, '.', '_' or '-', "
-                "starting and ending with a letter or digit"
-            )
+        problem = collection_name_problem(collection)
+        if problem:
+            raise StoreError(problem)
         root = default_data_dir(data_dir)
         embedder = embedder or load_embedder(MINILM_SPEC)
         try:
