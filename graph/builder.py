@@ -80,7 +80,7 @@ def route_after_check(state: State, runtime: Runtime[Context]) -> Literal["re_gr
     if draft is None:
         return "finalize"
     ungrounded = draft["kind"] == "not_found" or (
-        draft["kind"] == "answer" and draft["groundedness"] < context.groundedness_threshold
+        draft["kind"] == "answer" and draft["groundedness"] < context.resolved_groundedness_threshold()
     )
     if ungrounded and context.use_reground and state.get("reground_attempts", 0) < context.max_reground_attempts:
         return "re_ground"

@@ -124,9 +124,12 @@ class Context:
     )
 
     # --- groundedness and loops --------------------------------------------------------
-    groundedness_threshold: float = field(
-        default=DEFAULT_GROUNDEDNESS_THRESHOLD,
-        metadata=_describe("Answers scoring below this are re-grounded; `reground eval calibrate` sets it."),
+    groundedness_threshold: float | None = field(
+        default=None,
+        metadata=_describe(
+            "Answers scoring below this are re-grounded. Empty: the value `reground eval calibrate` wrote to "
+            f"<data_dir>/calibration.json, else {DEFAULT_GROUNDEDNESS_THRESHOLD}."
+        ),
     )
     groundedness_weights: dict[str, float] = field(
         default_factory=lambda: {
@@ -200,14 +203,17 @@ class Context:
 
     def __post_init__(self) -> None:
         apply_env_fallbacks(self)
-        if self.groundedness_threshold == DEFAULT_GROUNDEDNESS_THRESHOLD:
-            # Not set explicitly nor by the environment: the threshold `reground eval calibrate` measured.
-            from reground.tools.paths import CALIBRATION_FILE, data_dir, read_calibrated_threshold
-
-            calibrated = read_calibrated_threshold(data_dir(self.data_dir or None) / CALIBRATION_FILE)
-            if calibrated is not None:
-                self.groundedness_threshold = calibrated
         self.validate()
+
+    def resolved_groundedness_threshold(self) -> float:
+        """The threshold in force. Reads the calibration file, so only nodes and routes (worker threads) call it:
+        the server builds contexts on its event loop, where file I/O is refused."""
+        if self.groundedness_threshold is not None:
+            return float(self.groundedness_threshold)
+        from reground.tools.paths import CALIBRATION_FILE, data_dir, read_calibrated_threshold
+
+        calibrated = read_calibrated_threshold(data_dir(self.data_dir or None) / CALIBRATION_FILE)
+        return DEFAULT_GROUNDEDNESS_THRESHOLD if calibrated is None else calibrated
 
     def validate(self) -> None:
         """Reject values that would make a run meaningless, naming the field."""
@@ -228,7 +234,7 @@ class Context:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ContextError(f"context field {name!r} must be an integer >= 0, got {value!r}")
-        if not 0.0 <= float(self.groundedness_threshold) <= 1.0:
+        if self.groundedness_threshold is not None and not 0.0 <= float(self.groundedness_threshold) <= 1.0:
             raise ContextError(
                 f"context field 'groundedness_threshold' must be in [0, 1], got {self.groundedness_threshold!r}"
             )
@@ -282,6 +288,8 @@ def _default_of(f: Any) -> Any:
 
 def _parse_env(name: str, raw: str, current: Any) -> Any:
     try:
+        if current is None:  # the one optional field, groundedness_threshold, is a float
+            return float(raw)
         if isinstance(current, bool):
             return raw.strip().lower() in {"1", "true", "yes", "on"}
         if isinstance(current, int):

@@ -25,12 +25,13 @@ def outcome(draft: Draft | None, state: State, context: Context) -> tuple[str, b
         return answer_prompts.EMPTY_QUESTION.format(collection=context.collection), False, "empty question"
     if draft["kind"] == "not_found":
         return draft["text"], False, "the documents in scope do not contain the answer"
-    if draft["groundedness"] >= context.groundedness_threshold:
+    threshold = context.resolved_groundedness_threshold()
+    if draft["groundedness"] >= threshold:
         return draft["text"], True, None
     attempts = state.get("reground_attempts", 0)
     reason = (
         f"answer not grounded: score {draft['groundedness']:.2f} < threshold "
-        f"{context.groundedness_threshold:.2f} after {attempts} re-grounding attempt(s)"
+        f"{threshold:.2f} after {attempts} re-grounding attempt(s)"
     )
     return answer_prompts.NOT_FOUND.format(escalation=context.escalation), False, reason
 

@@ -89,7 +89,7 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
     used = {name: weights.get(name, 0.0) for name in parts}
     total = sum(used.values()) or 1.0
     score = sum(parts[name] * weight for name, weight in used.items()) / total
-    env.stats.notes.append(f"groundedness {score:.2f} (threshold {context.groundedness_threshold:.2f})")
+    env.stats.notes.append(f"groundedness {score:.2f} (threshold {context.resolved_groundedness_threshold():.2f})")
     return {
         "draft": Draft(
             **{**draft, "groundedness": round(score, 4), "groundedness_parts": parts, "unsupported_claims": unsupported}
