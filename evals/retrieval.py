@@ -61,18 +61,14 @@ def collection_name(docs_path: Path, max_tokens: int) -> str:
     return f"eval-{stem}-{digest}-t{max_tokens}"
 
 
-def open_eval_store(
-    docs_path: Path, *, data_dir: str | Path | None, max_tokens: int
-) -> SearchStore:
+def open_eval_store(docs_path: Path, *, data_dir: str | Path | None, max_tokens: int) -> SearchStore:
     """The collection of docs_path chunked at max_tokens, ingested once (ingest is idempotent)."""
     from reground.tools.embeddings import load_embedder
     from reground.tools.ingest import ingest
     from reground.tools.store import PassageStore
 
     name = collection_name(docs_path, max_tokens)
-    store = PassageStore.open(
-        name, data_dir=str(data_dir) if data_dir else None, embedder=load_embedder(), create=True
-    )
+    store = PassageStore.open(name, data_dir=str(data_dir) if data_dir else None, embedder=load_embedder(), create=True)
     summary = ingest([docs_path], store, max_tokens=max_tokens, progress=True)
     print(f"collection {name}: {summary}", file=sys.stderr)
     return store
@@ -95,6 +91,7 @@ def run_retrieval_eval(
     cases_path: str | Path,
     *,
     limit: int | None = None,
+    seed: int | None = None,
     out_dir: str | Path,
     data_dir: str | Path | None = None,
     max_tokens: int = 160,
@@ -112,10 +109,8 @@ def run_retrieval_eval(
 
     docs_path, out = Path(docs_path), Path(out_dir)
     if not docs_path.is_file():
-        raise FileNotFoundError(
-            f"documents file not found: {docs_path} (pass --docs PATH/docs.jsonl)"
-        )
-    cases = load_cases(cases_path, limit=limit)
+        raise FileNotFoundError(f"documents file not found: {docs_path} (pass --docs PATH/docs.jsonl)")
+    cases = load_cases(cases_path, limit=limit, seed=seed)
     kept = [c for c in cases if c.gold_doc_in_corpus and c.gold_doc_id]
     store = store or open_eval_store(docs_path, data_dir=data_dir, max_tokens=max_tokens)
     retriever = HybridRetriever(store, settings)
@@ -128,22 +123,16 @@ def run_retrieval_eval(
             rankings: dict[str, list[str]] = {}
             query = case_query(case, history_token_budget, keywords=keywords)
             t0 = time.perf_counter()
-            rankings["reground"] = [
-                d for d, _ in retriever.rank_documents(query, where=None, k=RANK_DEPTH)
-            ]
+            rankings["reground"] = [d for d, _ in retriever.rank_documents(query, where=None, k=RANK_DEPTH)]
             t1 = time.perf_counter()
-            passages = fuse_rerank(
-                retriever.search(query, where=None, doc_k=doc_k, paragraph_k=paragraph_k), top_n
-            )
+            passages = fuse_rerank(retriever.search(query, where=None, doc_k=doc_k, paragraph_k=paragraph_k), top_n)
             rankings["reground_passages"] = list(dict.fromkeys(p["doc_id"] for p in passages))
             t2 = time.perf_counter()
             hits = store.lexical_search(case.question, 10 * RANK_DEPTH, where=None)
             rankings["bm25_question"] = _best_docs(hits, RANK_DEPTH)
             t3 = time.perf_counter()
             text = f"{case.question} {last_words(case.history, BASELINE_HISTORY_WORDS)}".strip()
-            rankings["bm25_history"] = _best_docs(
-                store.lexical_search(text, 10 * RANK_DEPTH), RANK_DEPTH
-            )
+            rankings["bm25_history"] = _best_docs(store.lexical_search(text, 10 * RANK_DEPTH), RANK_DEPTH)
             t4 = time.perf_counter()
             for name, dt in zip(SYSTEMS, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
                 seconds[name] += dt
@@ -171,10 +160,7 @@ def run_retrieval_eval(
             for name in SYSTEMS
         },
         "followups": {
-            name: {
-                k: round(v, 4)
-                for k, v in metrics_from_ranks([ranks[name][i] for i in followups]).items()
-            }
+            name: {k: round(v, 4) for k, v in metrics_from_ranks([ranks[name][i] for i in followups]).items()}
             for name in SYSTEMS
         },
         "cases": n,
@@ -183,6 +169,7 @@ def run_retrieval_eval(
         "docs": str(docs_path),
         "cases_path": str(cases_path),
         "limit": limit,
+        "seed": seed,
         "max_tokens": max_tokens,
         "history_token_budget": history_token_budget,
         "baseline_history_words": BASELINE_HISTORY_WORDS,
@@ -211,11 +198,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     ks = [f"recall@{k}" for k in DEFAULT_KS]
     lines = [f"{'system':<20}" + "".join(f"{k:>11}" for k in [*ks, "mrr"]) + f"{'ms/case':>10}"]
     for name, m in summary["systems"].items():
-        lines.append(
-            f"{name:<20}"
-            + "".join(f"{m[k]:>11.3f}" for k in [*ks, "mrr"])
-            + f"{m['ms_per_case']:>10.1f}"
-        )
+        lines.append(f"{name:<20}" + "".join(f"{m[k]:>11.3f}" for k in [*ks, "mrr"]) + f"{m['ms_per_case']:>10.1f}")
     lines.append(
         f"{summary['cases']} cases ({summary['followup_cases']} follow-ups), "
         f"{summary['excluded_gold_doc_not_in_corpus']} excluded (gold document not in the corpus)"
@@ -231,19 +214,12 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--docs", required=True, help="documents .jsonl (doc_id, title, text, ...)")
     parser.add_argument("--cases", required=True, help="cases .jsonl (doc2dial case schema)")
     parser.add_argument("--limit", type=int, default=None, help="first N cases only")
+    parser.add_argument("--seed", type=int, default=None, help="with --limit: a seeded sample, not the first N")
     parser.add_argument("--out", required=True, help="output directory (summary.json, cases.jsonl)")
-    parser.add_argument(
-        "--data-dir", default=None, help="store directory (default: reground's data dir)"
-    )
-    parser.add_argument(
-        "--max-tokens", type=int, default=160, help="chunk size used when ingesting the docs"
-    )
-    parser.add_argument(
-        "--history-tokens", type=int, default=100, help="dialogue tokens added to the query"
-    )
-    parser.add_argument(
-        "--keywords", action="store_true", help="add lexical keywords to the reground query"
-    )
+    parser.add_argument("--data-dir", default=None, help="store directory (default: reground's data dir)")
+    parser.add_argument("--max-tokens", type=int, default=160, help="chunk size used when ingesting the docs")
+    parser.add_argument("--history-tokens", type=int, default=100, help="dialogue tokens added to the query")
+    parser.add_argument("--keywords", action="store_true", help="add lexical keywords to the reground query")
     return parser
 
 
@@ -253,6 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.docs,
         args.cases,
         limit=args.limit,
+        seed=args.seed,
         out_dir=args.out,
         data_dir=args.data_dir,
         max_tokens=args.max_tokens,

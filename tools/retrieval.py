@@ -9,14 +9,16 @@ to every store call, so nothing outside the user's scope is ever ranked.
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
+from bm25s.stopwords import STOPWORDS_EN
 from reground.tools.types import Chunk, Passage
 
 
@@ -34,15 +36,15 @@ class SearchStore(Protocol):
         self, query_embedding: np.ndarray, k: int, where: dict[str, Any] | None = None
     ) -> list[tuple[Chunk, float]]: ...
 
-    def lexical_search(
-        self, query: str, k: int, where: dict[str, Any] | None = None
-    ) -> list[tuple[Chunk, float]]: ...
+    def lexical_search(self, query: str, k: int, where: dict[str, Any] | None = None) -> list[tuple[Chunk, float]]: ...
 
-    def chunks_for_documents(
-        self, doc_ids: Sequence[str], where: dict[str, Any] | None = None
-    ) -> list[Chunk]: ...
+    def chunks_for_documents(self, doc_ids: Sequence[str], where: dict[str, Any] | None = None) -> list[Chunk]: ...
 
     def embeddings_for(self, chunk_ids: Sequence[str]) -> np.ndarray: ...
+
+    def all_chunks(self, where: dict[str, Any] | None = None) -> list[Chunk]: ...
+
+    def count(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -58,24 +60,23 @@ class RetrievalQuery:
 class RetrievalSettings:
     """Knobs of the stack; defaults were tuned on doc2dial cases_dev (evals/results/retrieval_dev)."""
 
-    chunk_k: int = 100  # chunks fetched per lexical/dense search before reducing them to documents
-    rrf_k: int = 60
-    # Weights of the document rankings in the fusion: (ranking name -> weight).
+    chunk_k: int = 150  # chunks fetched per lexical/dense search before reducing them to documents
+    # Weights of the document signals: chunk-level rankings named {lexical|dense}_{history|question}
+    # (a document scores its best chunk) and `document_lexical` (BM25 over whole documents).
     weights: Mapping[str, float] = field(
         default_factory=lambda: {
             "lexical_history": 1.0,
             "dense_history": 1.0,
-            "lexical_question": 0.5,
-            "dense_question": 0.5,
+            "document_lexical": 1.0,
         }
     )
+    fusion: Literal["score", "rrf"] = "score"  # max-normalised score sum, or reciprocal rank fusion
+    rrf_k: int = 60
+    rerank_candidates: int = 40  # documents the whole-document BM25 term rescores
     keyword_weight: float = 1.0  # weight of the keyword sum in the paragraph score
-    lexical_paragraph_weight: float = (
-        0.3  # weight of the normalised BM25 term in the paragraph score
-    )
-    doc_prior_weight: float = (
-        0.5  # weight of the (normalised) document score in a paragraph's final score
-    )
+    lexical_paragraph_weight: float = 0.3  # weight of a BM25-like term in the paragraph score
+    doc_prior_weight: float = 0.5  # weight of the normalised document score in a paragraph's score
+    history_paragraph_weight: float = 0.0  # weight of cos(E(history query), E(p)) in the paragraph score
 
 
 def history_query(
@@ -124,21 +125,60 @@ def reciprocal_rank_fusion(
     return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
 
 
-def _best_per_document(hits: Sequence[tuple[Chunk, float]]) -> list[str]:
-    """Chunk hits (best first) → document ids ranked by their best chunk."""
+def _best_per_document(hits: Sequence[tuple[Chunk, float]]) -> dict[str, float]:
+    """Chunk hits → {doc_id: score of its best chunk}."""
     best: dict[str, float] = {}
     for chunk, score in hits:
         doc_id = chunk["doc_id"]
         if doc_id not in best or score > best[doc_id]:
             best[doc_id] = score
-    return sorted(best, key=lambda d: -best[d])
+    return best
 
 
 _TOKEN = re.compile(r"\w+")
+_STOPWORDS = frozenset(STOPWORDS_EN)
 
 
-def _lexical_text(*parts: str) -> str:
-    return " ".join(p for p in parts if p and p.strip())
+def _terms(text: str) -> list[str]:
+    return [t for t in _TOKEN.findall(text.lower()) if t not in _STOPWORDS]
+
+
+class DocumentTermIndex:
+    """BM25 over whole documents (title + all chunks): long documents whose answer is spread over
+    many chunks are ranked by all their evidence, not only by their best chunk."""
+
+    def __init__(self, terms: dict[str, Counter[str]], k1: float = 1.5, b: float = 0.75) -> None:
+        self.terms = terms
+        self.k1, self.b = k1, b
+        self.lengths = {d: sum(c.values()) for d, c in terms.items()}
+        self.avg_length = (sum(self.lengths.values()) / len(terms)) if terms else 1.0
+        self.df: Counter[str] = Counter(t for c in terms.values() for t in c)
+        self.n = len(terms)
+
+    @classmethod
+    def from_chunks(cls, chunks: Sequence[Chunk]) -> DocumentTermIndex:
+        terms: dict[str, Counter[str]] = {}
+        titled: set[str] = set()
+        for chunk in chunks:
+            bag = terms.setdefault(chunk["doc_id"], Counter())
+            if chunk["doc_id"] not in titled:
+                bag.update(_terms(chunk["title"]))
+                titled.add(chunk["doc_id"])
+            bag.update(_terms(chunk["text"]))
+        return cls(terms)
+
+    def scores(self, query: str, doc_ids: Sequence[str]) -> dict[str, float]:
+        query_terms = set(_terms(query))
+        idf = {t: math.log(1 + (self.n - self.df[t] + 0.5) / (self.df[t] + 0.5)) for t in query_terms}
+        out: dict[str, float] = {}
+        for doc_id in doc_ids:
+            bag = self.terms.get(doc_id)
+            if bag is None:
+                out[doc_id] = 0.0
+                continue
+            norm = self.k1 * (1 - self.b + self.b * self.lengths[doc_id] / self.avg_length)
+            out[doc_id] = sum(idf[t] * bag[t] * (self.k1 + 1) / (bag[t] + norm) for t in query_terms if t in bag)
+        return out
 
 
 def _minmax(values: np.ndarray) -> np.ndarray:
@@ -162,6 +202,7 @@ class HybridRetriever:
         self.settings = settings or RetrievalSettings()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
+        self._doc_indexes: OrderedDict[tuple[int, str], DocumentTermIndex] = OrderedDict()
 
     # --- embeddings (cached: the graph re-embeds the same question across loops) --------------
 
@@ -176,58 +217,80 @@ class HybridRetriever:
                     self._cache.popitem(last=False)
         for t in texts:
             self._cache.move_to_end(t)
-        return (
-            np.stack([self._cache[t] for t in texts])
-            if texts
-            else np.zeros((0, 0), dtype=np.float32)
-        )
+        return np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, 0), dtype=np.float32)
 
     # --- document level ---------------------------------------------------------------------
 
-    def document_rankings(
-        self, query: RetrievalQuery, *, where: dict[str, Any] | None, k: int | None = None
-    ) -> dict[str, list[str]]:
-        """The per-signal document rankings that rank_documents fuses (named as in settings.weights)."""
+    def document_scores(self, query: RetrievalQuery, *, where: dict[str, Any] | None) -> dict[str, dict[str, float]]:
+        """Per signal, {doc_id: score} for the documents it found (a document scores its best chunk)."""
         s = self.settings
-        chunk_k = k or s.chunk_k
-        keywords = " ".join(query.keywords)
         question = query.question.strip()
-        hist = query.history_query.strip() or question
-        texts = {"question": question, "history": hist}
-        wanted = {name for name, w in s.weights.items() if w}
-        dense_texts = [texts[n.split("_", 1)[1]] for n in sorted(wanted) if n.startswith("dense_")]
-        vectors = (
-            dict(zip(dense_texts, self.embed(dense_texts), strict=True)) if dense_texts else {}
-        )
-        rankings: dict[str, list[str]] = {}
-        for name in sorted(wanted):
-            kind, which = name.split("_", 1)
+        texts = {"question": question, "history": query.history_query.strip() or question}
+        keywords = " ".join(query.keywords)
+        wanted = sorted(n for n, w in s.weights.items() if w and n != "document_lexical")
+        dense_texts = [texts[n.split("_", 1)[1]] for n in wanted if n.startswith("dense_")]
+        vectors = dict(zip(dense_texts, self.embed(dense_texts), strict=True)) if dense_texts else {}
+        signals: dict[str, dict[str, float]] = {}
+        for name in wanted:
+            kind, _, which = name.partition("_")
+            if which not in texts or kind not in ("lexical", "dense"):
+                raise ValueError(f"unknown document signal {name!r} in RetrievalSettings.weights")
             if kind == "lexical":
-                text = _lexical_text(texts[which], keywords)
-                rankings[name] = _best_per_document(
-                    self.store.lexical_search(text, chunk_k, where=where)
-                )
-            elif kind == "dense":
-                vec = vectors[texts[which]]
-                rankings[name] = _best_per_document(
-                    self.store.dense_search(vec, chunk_k, where=where)
+                text = " ".join(t for t in (texts[which], keywords) if t)
+                hits = self.store.lexical_search(text, s.chunk_k, where=where)
+            else:
+                hits = self.store.dense_search(vectors[texts[which]], s.chunk_k, where=where)
+            signals[name] = _best_per_document(hits)
+        return signals
+
+    def rank_documents(self, query: RetrievalQuery, *, where: dict[str, Any] | None, k: int) -> list[tuple[str, float]]:
+        """The top-k documents: fused chunk-level signals, then whole-document BM25 on the leaders."""
+        s = self.settings
+        signals = self.document_scores(query, where=where)
+        names = [n for n in signals if signals[n]]
+        if not names:
+            return []
+        if s.fusion == "rrf":
+            rankings = [sorted(signals[n], key=lambda d: -signals[n][d]) for n in names]
+            fused = reciprocal_rank_fusion(rankings, k=s.rrf_k, weights=[s.weights[n] for n in names])
+        else:
+            total: dict[str, float] = {}
+            for n in names:
+                top = max(signals[n].values())
+                for doc_id, score in signals[n].items():
+                    share = score / top if top > 0 else 0.0
+                    total[doc_id] = total.get(doc_id, 0.0) + s.weights[n] * share
+            order = {d: i for i, d in enumerate(total)}
+            fused = sorted(total.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+        doc_weight = s.weights.get("document_lexical", 0.0)
+        if doc_weight and fused:
+            leaders = fused[: max(k, s.rerank_candidates)]
+            text = " ".join([query.history_query or query.question, *query.keywords])
+            bm25 = self.document_index(where).scores(text, [d for d, _ in leaders])
+            top = max(bm25.values(), default=0.0)
+            if s.fusion == "rrf":
+                bm25_rank = sorted(bm25, key=lambda d: -bm25[d])
+                rescored = reciprocal_rank_fusion(
+                    [[d for d, _ in leaders], bm25_rank], k=s.rrf_k, weights=[1.0, doc_weight]
                 )
             else:
-                raise ValueError(f"unknown ranking {name!r} in RetrievalSettings.weights")
-        return rankings
-
-    def rank_documents(
-        self, query: RetrievalQuery, *, where: dict[str, Any] | None, k: int
-    ) -> list[tuple[str, float]]:
-        """The top-k documents by weighted RRF of the lexical and dense rankings."""
-        rankings = self.document_rankings(query, where=where)
-        names = list(rankings)
-        fused = reciprocal_rank_fusion(
-            [rankings[n] for n in names],
-            k=self.settings.rrf_k,
-            weights=[self.settings.weights[n] for n in names],
-        )
+                rescored = sorted(
+                    ((d, f + doc_weight * (bm25.get(d, 0.0) / top if top > 0 else 0.0)) for d, f in leaders),
+                    key=lambda kv: -kv[1],
+                )
+            fused = rescored + fused[len(leaders) :]
         return fused[:k]
+
+    def document_index(self, where: dict[str, Any] | None = None) -> DocumentTermIndex:
+        """Term statistics of the whole documents in scope (built once per scope and store size)."""
+        key = (self.store.count(), json.dumps(where or {}, sort_keys=True, default=str))
+        index = self._doc_indexes.get(key)
+        if index is None:
+            index = DocumentTermIndex.from_chunks(self.store.all_chunks(where=where))
+            self._doc_indexes[key] = index
+            while len(self._doc_indexes) > 8:
+                self._doc_indexes.popitem(last=False)
+        return index
 
     # --- paragraph level --------------------------------------------------------------------
 
@@ -251,18 +314,14 @@ class HybridRetriever:
         if not chunks:
             return []
         top = max(doc_scores.values())
-        doc_norm = np.array(
-            [doc_scores[c["doc_id"]] / top if top > 0 else 0.0 for c in chunks], dtype=np.float32
-        )
+        doc_norm = np.array([doc_scores[c["doc_id"]] / top if top > 0 else 0.0 for c in chunks], dtype=np.float32)
         if paragraph_scoring:
             para = self._paragraph_scores(query, chunks)
             final = _minmax(para) + self.settings.doc_prior_weight * doc_norm
         else:
             # Without fine-grained scoring: documents in fused order, chunks in document order.
             para = np.zeros(len(chunks), dtype=np.float32)
-            final = -np.array(
-                [doc_rank[c["doc_id"]] * 10_000 + c["position"] for c in chunks], dtype=np.float32
-            )
+            final = -np.array([doc_rank[c["doc_id"]] * 10_000 + c["position"] for c in chunks], dtype=np.float32)
         order = np.argsort(-final, kind="stable")[:paragraph_k]
         passages: list[Passage] = []
         for rank, i in enumerate(order, start=1):
@@ -278,12 +337,13 @@ class HybridRetriever:
     def _paragraph_scores(self, query: RetrievalQuery, chunks: Sequence[Chunk]) -> np.ndarray:
         """ConvRAG: cos(E(q'), E(p)) + w·Σ_k cos(E(k), E(p)) + w_lex·BM25(p) normalised to [0, 1]."""
         s = self.settings
-        matrix = np.asarray(
-            self.store.embeddings_for([c["chunk_id"] for c in chunks]), dtype=np.float32
-        )
+        matrix = np.asarray(self.store.embeddings_for([c["chunk_id"] for c in chunks]), dtype=np.float32)
         keywords = [k for k in dict.fromkeys(query.keywords) if k.strip()]
-        vectors = self.embed([query.question.strip() or query.history_query, *keywords])
+        question = query.question.strip() or query.history_query
+        vectors = self.embed([question, *keywords])
         scores = matrix @ vectors[0]
+        if s.history_paragraph_weight and query.history_query.strip():
+            scores = scores + s.history_paragraph_weight * (matrix @ self.embed([query.history_query])[0])
         if keywords and s.keyword_weight:
             scores = scores + s.keyword_weight * (matrix @ vectors[1:].T).sum(axis=1)
         if s.lexical_paragraph_weight:
@@ -293,18 +353,12 @@ class HybridRetriever:
 
 def _overlap_scores(query: RetrievalQuery, chunks: Sequence[Chunk]) -> np.ndarray:
     """A small BM25-like term over the candidate chunks only (IDF from the candidates), in [0, 1]."""
-    terms = {
-        t for t in _TOKEN.findall(" ".join([query.question, *query.keywords]).lower()) if len(t) > 2
-    }
+    terms = {t for t in _TOKEN.findall(" ".join([query.question, *query.keywords]).lower()) if len(t) > 2}
     if not terms:
         return np.zeros(len(chunks), dtype=np.float32)
     bags = [set(_TOKEN.findall(f"{c['title']} {c['section']} {c['text']}".lower())) for c in chunks]
     n = len(bags)
-    idf = {
-        t: math.log(1 + (n - df + 0.5) / (df + 0.5))
-        for t in terms
-        if (df := sum(t in b for b in bags))
-    }
+    idf = {t: math.log(1 + (n - df + 0.5) / (df + 0.5)) for t in terms if (df := sum(t in b for b in bags))}
     if not idf:
         return np.zeros(n, dtype=np.float32)
     raw = np.array([sum(w for t, w in idf.items() if t in b) for b in bags], dtype=np.float32)

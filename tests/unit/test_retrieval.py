@@ -99,6 +99,12 @@ class FakeStore:
     ) -> list[Chunk]:
         return [self.chunks[i] for i in self._scoped(where) if self.chunks[i]["doc_id"] in doc_ids]
 
+    def all_chunks(self, where: dict[str, Any] | None = None) -> list[Chunk]:
+        return [self.chunks[i] for i in self._scoped(where)]
+
+    def count(self) -> int:
+        return len(self.chunks)
+
     def embeddings_for(self, chunk_ids: Sequence[str]) -> np.ndarray:
         pos = {c["chunk_id"]: i for i, c in enumerate(self.chunks)}
         return self.matrix[[pos[c] for c in chunk_ids]]
