@@ -33,7 +33,14 @@ DEFAULT_RECURSION_LIMIT = 60
 NodeFn = Callable[[State, NodeEnv], dict[str, Any]]
 
 # Transient failures are retried with backoff; a server that is down is not (it fails at once).
-_TRANSIENT = {"APITimeoutError", "OpenAITimeoutError", "InternalServerError", "RateLimitError", "ReadTimeout", "RemoteProtocolError"}
+_TRANSIENT = {
+    "APITimeoutError",
+    "OpenAITimeoutError",
+    "InternalServerError",
+    "RateLimitError",
+    "ReadTimeout",
+    "RemoteProtocolError",
+}
 
 
 def _is_transient(exc: Exception) -> bool:
@@ -140,7 +147,7 @@ def build_graph(
         "finalize": (finalize, None),
     }
     for node_name, (fn, retry) in nodes.items():
-        builder.add_node(node_name, _bind(node_name, fn, services), retry_policy=retry)
+        builder.add_node(node_name, _bind(node_name, fn, services), retry_policy=retry)  # type: ignore[call-overload]
     builder.add_edge(START, "start_turn")
     builder.add_conditional_edges("start_turn", route_start)
     builder.add_edge("refine_question", "extract_keywords")

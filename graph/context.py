@@ -61,7 +61,7 @@ class Context:
         default=0.0, metadata=_describe("Sampling temperature of the first answer sample (others use 0.7).")
     )
     llm_timeout_s: float = field(default=120.0, metadata=_describe("Timeout of one LLM call, seconds."))
-    max_answer_tokens: int = field(default=160, metadata=_describe("Token cap of one answer."))
+    max_answer_tokens: int = field(default=120, metadata=_describe("Token cap of one answer."))
 
     # --- the document store -------------------------------------------------------------
     collection: str = field(default="demo-hr", metadata=_describe("Chroma collection to answer from."))
@@ -117,6 +117,16 @@ class Context:
     use_self_check: bool = field(
         default=True, metadata=_describe("Judge each passage helpful or not before answering (ConvRAG).")
     )
+    self_check_inline: bool = field(
+        default=True,
+        metadata=_describe(
+            "Self-check in the answer call's first line ('Helpful: [1], [3]'): one LLM call instead of two."
+        ),
+    )
+    max_answer_sentences: int = field(
+        default=2,
+        metadata=_describe("Answers are cut to this many sentences (dialogue replies are short; the rules say 1-3)."),
+    )
     n_samples: int = field(default=1, metadata=_describe("Initial answer samples N (ProMiSe best-of-N)."))
     escalation: str = field(
         default="please open a ticket with the HR team",
@@ -142,6 +152,13 @@ class Context:
     )
     use_llm_groundedness_judge: bool = field(
         default=True, metadata=_describe("Include the LLM judge in the groundedness score.")
+    )
+    llm_judge_band: float = field(
+        default=0.15,
+        metadata=_describe(
+            "The LLM judge runs only when the cheap signals' score is within this distance of the threshold "
+            "(where it can change the verdict); 1 = on every answer."
+        ),
     )
     max_reground_attempts: int = field(
         default=2, metadata=_describe("Re-retrievals after an ungrounded answer (ReGround loop cap).")
@@ -223,6 +240,7 @@ class Context:
             "top_n",
             "n_samples",
             "max_answer_tokens",
+            "max_answer_sentences",
             "question_token_budget",
             "recursion_limit",
         )
@@ -238,6 +256,8 @@ class Context:
             raise ContextError(
                 f"context field 'groundedness_threshold' must be in [0, 1], got {self.groundedness_threshold!r}"
             )
+        if not 0.0 <= float(self.llm_judge_band) <= 1.0:
+            raise ContextError(f"context field 'llm_judge_band' must be in [0, 1], got {self.llm_judge_band!r}")
         if not 0.0 <= float(self.temperature) <= 2.0:
             raise ContextError(f"context field 'temperature' must be in [0, 2], got {self.temperature!r}")
         choices = {

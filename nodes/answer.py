@@ -47,6 +47,49 @@ def parse_helpfulness(text: str, count: int) -> dict[int, tuple[bool, str]]:
     return judged
 
 
+_HELPFUL_LINE = re.compile(r"^\W*helpful(?: passages)?\s*[:=-]\s*(.*)$", re.IGNORECASE)
+_PASSAGE_HEADER = re.compile(r"^\s*\[\d{1,2}\]\s+\S.*\(https?://[^)\s]*\)\s*$")
+_LIST_MARK = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])\s*")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def split_inline_judgement(text: str, count: int) -> tuple[str, dict[int, bool] | None]:
+    """The inline self-check: ('Helpful: [1], [3]' line → {1: True, 2: False, 3: True}, the rest is the answer).
+
+    No such line → (text, None): every passage counts as helpful and nothing is guessed.
+    """
+    lines = text.strip().splitlines()
+    for index, line in enumerate(lines[:3]):
+        match = _HELPFUL_LINE.match(line.strip())
+        if match:
+            numbers = {int(n) for n in re.findall(r"\d{1,2}", match.group(1)) if 1 <= int(n) <= count}
+            rest = "\n".join(lines[:index] + lines[index + 1 :]).strip()
+            return rest, {n: n in numbers for n in range(1, count + 1)}
+    return text.strip(), None
+
+
+def tidy_answer(text: str, passages: Sequence[Passage], escalation: str, max_sentences: int) -> str:
+    """What a small model adds around an answer, removed: echoed passage headers and titles, a leading
+    'Answer:', list numbering and stray fragments, the escalation tacked onto a real answer, and sentences past
+    the cap."""
+    titles = {p["title"].strip().lower() for p in passages if p.get("title")}
+    kept_lines = [
+        line
+        for line in text.splitlines()
+        if not _PASSAGE_HEADER.match(line) and line.strip().lower().rstrip(":") not in titles
+    ]
+    body = re.sub(r"^\s*(answer|reply)\s*:\s*", "", "\n".join(kept_lines).strip(), flags=re.IGNORECASE)
+    parts = [_LIST_MARK.sub("", part).strip() for part in _SENTENCE_END.split(body)]
+    parts = [part for part in parts if len(part.split()) >= 2 or re.search(r"[A-Za-z]{3}", part)]
+    escalation_key = escalation.strip().strip(".").lower()
+    substantive = [
+        p for p in parts if not (escalation_key and escalation_key in p.lower() and len(p) < len(escalation) + 40)
+    ]
+    if substantive and len(substantive) < len(parts) and not _NOT_FOUND.search(" ".join(substantive)):
+        parts = substantive
+    return " ".join(parts[:max_sentences]).strip()
+
+
 def self_check(passages: Sequence[Passage], state: State, env: NodeEnv) -> list[PassageJudgement]:
     """Judge every passage in one call (they share the prefix); unparseable → all count as helpful."""
     env.progress("answer", "checking which passages help")
@@ -75,6 +118,22 @@ def self_check(passages: Sequence[Passage], state: State, env: NodeEnv) -> list[
             chunk_id=p["chunk_id"],
             helpful=judged.get(i, (True, ""))[0],
             reason=judged.get(i, (True, "not judged"))[1],
+        )
+        for i, p in enumerate(passages, start=1)
+    ]
+
+
+def inline_judgements(
+    passages: Sequence[Passage], judged: dict[int, bool] | None, env: NodeEnv
+) -> list[PassageJudgement]:
+    if judged is None:
+        env.stats.notes.append("inline self-check line missing; every passage counted as helpful")
+    return [
+        PassageJudgement(
+            number=i,
+            chunk_id=p["chunk_id"],
+            helpful=True if judged is None else judged[i],
+            reason="not judged" if judged is None else "judged in the answer call",
         )
         for i, p in enumerate(passages, start=1)
     ]
@@ -110,9 +169,10 @@ def answer(state: State, env: NodeEnv) -> dict[str, Any]:
     if not passages:
         text = answer_prompts.NOT_FOUND.format(escalation=escalation)
         return {"judgements": [], "draft": make_draft(text, passages, state), "draft_checked": False}
+    inline = context.use_self_check and context.self_check_inline
     judgements = (
         self_check(passages, state, env)
-        if context.use_self_check
+        if context.use_self_check and not inline
         else [
             PassageJudgement(number=i, chunk_id=p["chunk_id"], helpful=True, reason="")
             for i, p in enumerate(passages, 1)
@@ -124,12 +184,21 @@ def answer(state: State, env: NodeEnv) -> dict[str, Any]:
         text = answer_prompts.NOT_FOUND.format(escalation=escalation)
         return {"judgements": judgements, "draft": make_draft(text, passages, state), "draft_checked": False}
     env.progress("answer", "writing the answer", helpful=helpful)
+    marked = ", ".join(f"[{n}]" for n in helpful)
     task = context.answer_prompt.format(
         question=state.get("standalone_question") or state["question"],
-        helpful=", ".join(f"[{n}]" for n in helpful),
+        judge_passages=answer_prompts.INLINE_SELF_CHECK
+        if inline
+        else answer_prompts.USE_HELPFUL.format(helpful=marked),
+        helpful=marked,
         escalation=escalation,
     )
     messages = grounded_messages(passages, state.get("history", []), state["question"], task)
+
+    def parse_reply(text: str) -> tuple[str, dict[int, bool] | None]:
+        reply, judged = split_inline_judgement(text, len(passages)) if inline else (text, None)
+        return _non_empty(tidy_answer(reply, passages, escalation, context.max_answer_sentences)), judged
+
     drafts: list[Draft] = []
     # Sequential on purpose: a local llama.cpp server has one slot and its prefix cache serves
     # every sample after the first.
@@ -137,11 +206,13 @@ def answer(state: State, env: NodeEnv) -> dict[str, Any]:
         temperature = context.temperature if sample == 0 else SAMPLE_TEMPERATURE
         model = env.services.chat(context, "answer", temperature=temperature)
         try:
-            text = call_parsed(
-                model, messages, _non_empty, env.stats, tags=["answer"], max_tokens=context.max_answer_tokens
+            text, judged = call_parsed(
+                model, messages, parse_reply, env.stats, tags=["answer"], max_tokens=context.max_answer_tokens
             )
         except LLMReplyError:
             continue
+        if inline and sample == 0:
+            judgements = inline_judgements(passages, judged, env)
         drafts.append(make_draft(text, passages, state))
     if not drafts:
         env.stats.notes.append("every answer sample was empty")

@@ -46,6 +46,13 @@ def embedding_support(answer: str, passage_vectors: np.ndarray, env: NodeEnv) ->
     return float(scaled.mean())
 
 
+def weighted_score(parts: dict[str, float], weights: dict[str, float]) -> float:
+    """Weighted mean of the signals present, weights renormalised over them."""
+    used = {name: weights.get(name, 0.0) for name in parts}
+    total = sum(used.values()) or 1.0
+    return sum(parts[name] * weight for name, weight in used.items()) / total
+
+
 def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
     draft = state.get("draft")
@@ -69,8 +76,12 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
         "embedding_support": embedding_support(draft["text"], vectors, env),
     }
     weights = dict(context.groundedness_weights)
+    threshold = context.resolved_groundedness_threshold()
+    cheap = weighted_score(parts, weights)
     unsupported: list[str] = []
-    if context.use_llm_groundedness_judge:
+    if context.use_llm_groundedness_judge and abs(cheap - threshold) > context.llm_judge_band:
+        env.stats.notes.append(f"groundedness judge skipped: cheap signals {cheap:.2f} far from {threshold:.2f}")
+    elif context.use_llm_groundedness_judge:
         model = env.services.chat(context, "judge")
         messages = grounded_messages(
             passages,
@@ -86,10 +97,8 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
             parts["llm_judge"] = 1.0 - min(1.0, len(unsupported) / claims)
         except LLMReplyError as exc:
             env.stats.notes.append(f"groundedness judge unusable ({exc}); cheap signals only")
-    used = {name: weights.get(name, 0.0) for name in parts}
-    total = sum(used.values()) or 1.0
-    score = sum(parts[name] * weight for name, weight in used.items()) / total
-    env.stats.notes.append(f"groundedness {score:.2f} (threshold {context.resolved_groundedness_threshold():.2f})")
+    score = weighted_score(parts, weights)
+    env.stats.notes.append(f"groundedness {score:.2f} (threshold {threshold:.2f})")
     return {
         "draft": Draft(
             **{**draft, "groundedness": round(score, 4), "groundedness_parts": parts, "unsupported_claims": unsupported}

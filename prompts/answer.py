@@ -12,16 +12,24 @@ Conversation so far:
 
 PASSAGE = "[{number}] {title}{section} ({url})\n{text}"
 
-TASK = """Answer the user's last question: {question}
+# The answer task. `{judge_passages}` is INLINE_SELF_CHECK (ConvRAG's self-check in the answer call's
+# first line: one LLM call) or USE_HELPFUL (after a separate self-check call). Written against what a
+# 0.5B model does with weaker wording: it echoes the numbered passages, or answers every question
+# with the escalation sentence.
+TASK = """The user's last message: {question}
 
-Use only the passages marked helpful: {helpful}. Rules:
-- Be concise (at most 3 sentences) and specific; reuse the passages' own words and numbers.
-- Address the user as "you". Say which country, region or employment type the answer applies to \
-when the passage says so. Include a URL from a passage when it helps the user act.
-- Cite the passages you used like [1] or [2].
-- If the passages do not contain the answer, say that the documents do not cover it and add: \
-{escalation}. Never make up an answer.
-Answer:"""
+{judge_passages}
+- 1 to 3 short sentences, addressed to the user as "you", with facts taken only from the helpful passages, \
+citing them like [1]; say which country, region or employment type it applies to when a passage says so, \
+and include a passage's URL when it helps the user act;
+- do not copy the passage titles or list the passages;
+- only if no passage helps, say the documents do not cover it and add: {escalation}.
+"""
+
+INLINE_SELF_CHECK = """Write the support agent's reply. First write one line "Helpful:" with the numbers of the \
+passages above that help, like "Helpful: [n], [m]" (or "Helpful: none"). Then write the reply:"""
+
+USE_HELPFUL = """Write the support agent's reply from the passages marked helpful: {helpful}. The reply:"""
 
 NOT_FOUND = "I could not find this in the documents available to you, so I won't guess: {escalation}."
 

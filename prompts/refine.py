@@ -8,7 +8,8 @@ _EXAMPLES = {
         ),
         (
             "Expenses are reimbursed.",
-            "Submit receipts in the expense portal within 30 days; approved expenses are paid with your next salary [2].",
+            "Submit receipts in the expense portal within 30 days; "
+            "approved expenses are paid with your next salary [2].",
         ),
         (
             "There is a form for that.",

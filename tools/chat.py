@@ -151,7 +151,7 @@ def call_structured(
     same single repair retry as call_parsed.
     """
     try:
-        bound = model.with_structured_output(schema, method=method, include_raw=True)  # type: ignore[arg-type]
+        bound = model.with_structured_output(schema, method=method, include_raw=True)
     except NotImplementedError:
         bound = None
     if bound is not None:

@@ -203,10 +203,10 @@ def as_langchain(embedder: Embedder) -> Any:
 
     class _Adapter(Embeddings):
         def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            return embedder.embed(texts).tolist()  # type: ignore[no-any-return]
+            return embedder.embed(texts).tolist()
 
         def embed_query(self, text: str) -> list[float]:
-            return embedder.embed_query(text).tolist()  # type: ignore[no-any-return]
+            return embedder.embed_query(text).tolist()
 
     return _Adapter()
 

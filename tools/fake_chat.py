@@ -27,7 +27,8 @@ TASK_MARKERS: tuple[tuple[str, str], ...] = (
     ("Rate how useful each numbered passage", "rerank"),
     ("check each numbered passage", "self_check"),
     ("Check this answer", "groundedness"),
-    ("Answer the user's last question", "answer"),
+    ("Write the support agent's reply", "answer"),
+    ("Answer the user's last question", "answer"),  # the evaluation baselines' one call
 )
 
 DEFAULT_REPLIES: dict[str, str] = {
@@ -111,7 +112,7 @@ class ScriptedChatModel(BaseChatModel):
 
             time.sleep(self.latency_s)
         text = self._reply(messages)
-        message = AIMessage(content=text, usage_metadata=self._usage(messages, text))  # type: ignore[arg-type]
+        message = AIMessage(content=text, usage_metadata=self._usage(messages, text))
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _stream(
@@ -132,7 +133,7 @@ class ScriptedChatModel(BaseChatModel):
         usage = self._usage(messages, text)
         yield ChatGenerationChunk(message=AIMessageChunk(content="", usage_metadata=usage))  # type: ignore[arg-type]
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
         return self
 
     def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:

@@ -124,7 +124,8 @@ def _load_pdf(path: Path) -> tuple[str, str]:
         pages = [page.extract_text() or "" for page in reader.pages]
     except (PdfReadError, ValueError, OSError) as exc:
         raise ValueError(f"not a readable PDF ({exc})") from exc
-    title = str((reader.metadata or {}).get("/Title") or path.stem)
+    metadata = reader.metadata
+    title = str((metadata.get("/Title") if metadata is not None else None) or path.stem)
     return title, "\n\n".join(p.strip() for p in pages if p.strip())
 
 

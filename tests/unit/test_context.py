@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from reground.graph.context import DEFAULT_GROUNDEDNESS_THRESHOLD, Context, ContextError
 
 

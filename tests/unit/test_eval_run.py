@@ -176,6 +176,8 @@ def test_answers_run_judges_calibration_correlation_and_report(
         "judge_model": judge,
         "store": store,
         "progress": False,
+        # The self-check as its own call (ConvRAG's layout), so the ablation below saves exactly one call.
+        "context_overrides": {"self_check_inline": False},
     }
     summary = run_answers_eval(docs, cases, **kwargs)
 

@@ -6,7 +6,6 @@ import socket
 from typing import Any
 
 import pytest
-
 from reground.graph.builder import build_graph, run_config
 from reground.graph.context import Context, ContextError
 from reground.tools.fake_chat import ScriptedChatModel
@@ -21,7 +20,8 @@ def _closed_port() -> int:
 
 
 def _ask(graph: Any, context: Context, question: str) -> dict[str, Any]:
-    return graph.invoke({"messages": [{"role": "user", "content": question}]}, config=run_config(context), context=context)
+    payload = {"messages": [{"role": "user", "content": question}]}
+    return graph.invoke(payload, config=run_config(context), context=context)
 
 
 def test_llm_down_fails_at_once_naming_the_url_and_the_ways_out(

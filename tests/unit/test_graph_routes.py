@@ -34,7 +34,16 @@ def run(graph: Any, context: Context, question: str, thread: str = "t1") -> dict
 
 @pytest.fixture
 def context(hr_store_dir: str) -> Context:
-    return Context(collection="test-hr", data_dir=hr_store_dir, max_reground_attempts=2, max_refine_iterations=1)
+    # ConvRAG's layout (self-check as its own call) and the judge on every answer, so each call is observable;
+    # the one-call defaults have their own tests below.
+    return Context(
+        collection="test-hr",
+        data_dir=hr_store_dir,
+        max_reground_attempts=2,
+        max_refine_iterations=1,
+        self_check_inline=False,
+        llm_judge_band=1.0,
+    )
 
 
 def make_graph(model: ScriptedChatModel, store: Any) -> Any:
