@@ -84,7 +84,7 @@ class State(InputState, total=False):
     history: list[dict[str, str]]
     standalone_question: str
     retrieval_query: str
-    query_mode: str  # "refined" | "forced_history" | "rewritten"
+    query_mode: str  # "refined" | "history" (no usable rewrite) | "forced_history" | "rewritten"
     keywords: list[str]
     candidates: list[Passage]
     passages: list[Passage]

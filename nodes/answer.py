@@ -49,6 +49,7 @@ def parse_helpfulness(text: str, count: int) -> dict[int, tuple[bool, str]]:
 
 _HELPFUL_LINE = re.compile(r"^\W*helpful(?: passages)?\s*[:=-]\s*(.*)$", re.IGNORECASE)
 _PASSAGE_HEADER = re.compile(r"^\s*\[\d{1,2}\]\s+\S.*\(https?://[^)\s]*\)\s*$")
+_ECHOED_TASK = re.compile(r"^\s*(the user's last message|last message|standalone question)\s*:", re.IGNORECASE)
 _LIST_MARK = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])\s*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
@@ -68,6 +69,15 @@ def split_inline_judgement(text: str, count: int) -> tuple[str, dict[int, bool] 
     return text.strip(), None
 
 
+def passage_headers(passages: Sequence[Passage]) -> set[str]:
+    """Each passage's header line as the prompt shows it, without its number (what a small model echoes)."""
+    headers = set()
+    for p in passages:
+        section = f" / {p['section']}" if p.get("section") else ""
+        headers.add(f"{p.get('title', '')}{section} ({p.get('url') or 'no url'})".strip())
+    return headers
+
+
 def tidy_answer(text: str, passages: Sequence[Passage], escalation: str, max_sentences: int) -> str:
     """What a small model adds around an answer, removed: echoed passage headers and titles, a leading
     'Answer:', list numbering and stray fragments, the escalation tacked onto a real answer, and sentences past
@@ -76,9 +86,14 @@ def tidy_answer(text: str, passages: Sequence[Passage], escalation: str, max_sen
     kept_lines = [
         line
         for line in text.splitlines()
-        if not _PASSAGE_HEADER.match(line) and line.strip().lower().rstrip(":") not in titles
+        if not _PASSAGE_HEADER.match(line)
+        and line.strip().lower().rstrip(":") not in titles
+        and not _ECHOED_TASK.match(line)
     ]
     body = re.sub(r"^\s*(answer|reply)\s*:\s*", "", "\n".join(kept_lines).strip(), flags=re.IGNORECASE)
+    for header in sorted(passage_headers(passages), key=len, reverse=True):  # a header quoted mid-line
+        body = re.sub(re.escape(header), "", body, flags=re.IGNORECASE)
+    body = body.replace("(no url)", "")
     parts = [_LIST_MARK.sub("", part).strip() for part in _SENTENCE_END.split(body)]
     parts = [part for part in parts if len(part.split()) >= 2 or re.search(r"[A-Za-z]{3}", part)]
     escalation_key = escalation.strip().strip(".").lower()

@@ -11,6 +11,7 @@ from reground.nodes.common import NodeEnv, format_history
 from reground.prompts import refine_question as prompts
 from reground.tools.chat import LLMReplyError, call_parsed
 from reground.tools.retrieval import history_query
+from reground.tools.scoring import squad_tokens
 
 # Words that only make sense with the conversation: their presence (or a very short question)
 # is what makes a question a follow-up worth an LLM call.
@@ -21,6 +22,21 @@ _ANAPHORA = re.compile(
 )
 _MIN_STANDALONE_WORDS = 6
 REWRITE_MAX_TOKENS = 60
+# A rewrite may only use words of the conversation: one that is mostly new words is a copied few-shot
+# example or an invention (a 0.5B model does both), not this user's question.
+MIN_GROUNDED_WORD_SHARE = 0.6
+_STOP = frozenset(
+    {
+        *("i", "you", "we", "my", "your", "me", "do", "does", "did", "can", "could", "is", "are", "was", "be"),
+        *("to", "of", "in", "on", "for", "and", "or", "what", "how", "when"),
+    }
+)
+
+
+def rewrite_is_from_the_conversation(rewrite: str, question: str, history: list[dict[str, str]]) -> bool:
+    seen = set(squad_tokens(" ".join([question, *(turn["text"] for turn in history)])))
+    words = [w for w in squad_tokens(rewrite) if w not in _STOP]
+    return not words or sum(w in seen for w in words) / len(words) >= MIN_GROUNDED_WORD_SHARE
 
 
 def needs_rewrite(question: str, has_history: bool) -> bool:
@@ -58,5 +74,14 @@ def refine_question(state: State, env: NodeEnv) -> dict[str, Any]:
         )
     except LLMReplyError as exc:
         env.stats.notes.append(f"rewrite unusable ({exc}); using question + recent history")
-        standalone = history_query(question, history, env.context.history_token_budget)
+        return _question_with_history(question, history, env)
+    if not rewrite_is_from_the_conversation(standalone, question, history):
+        env.stats.notes.append(f"rewrite {standalone!r} uses words the conversation never did; not used")
+        return _question_with_history(question, history, env)
     return {"standalone_question": standalone, "retrieval_query": standalone, "query_mode": "refined"}
+
+
+def _question_with_history(question: str, history: list[dict[str, str]], env: NodeEnv) -> dict[str, Any]:
+    """No usable rewrite: the answer sees the question as asked, retrieval the question + recent history."""
+    query = history_query(question, history, env.context.history_token_budget)
+    return {"standalone_question": question, "retrieval_query": query, "query_mode": "history"}

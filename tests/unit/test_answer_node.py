@@ -60,6 +60,12 @@ def test_tidy_drops_list_numbers_and_stray_fragments() -> None:
     )
 
 
+def test_tidy_drops_a_header_quoted_mid_line_and_an_echoed_task_line() -> None:
+    passages = [passage(1, "Moving out of New York State#3")]
+    raw = "The user's last message: where do I go?\nMoving out of New York State#3 (no url) Surrender your plates [1]."
+    assert tidy_answer(raw, passages, "x", 2) == "Surrender your plates [1]."
+
+
 def test_an_honest_not_found_keeps_its_escalation() -> None:
     text = "The documents do not cover this. Please open a ticket with the HR team."
     assert tidy_answer(text, [], "please open a ticket with the HR team", 3) == text

@@ -21,9 +21,7 @@ def _case(dial: str, turn: int, history: int, answer: str | None = "ok") -> dict
         "case_id": f"{dial}_{turn}",
         "dial_id": dial,
         "domain": "dmv",
-        "history": [
-            {"role": "user" if i % 2 == 0 else "agent", "text": f"t{i}"} for i in range(history)
-        ],
+        "history": [{"role": "user" if i % 2 == 0 else "agent", "text": f"t{i}"} for i in range(history)],
         "question": f"question {turn}",
         "gold_answer": answer,
         "gold_doc_id": "doc#1_0",
@@ -84,9 +82,7 @@ def test_bad_files_are_named(tmp_path: Path) -> None:
         load_cases(tmp_path / "missing.jsonl")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"case_id": "x"}\n')
-    with pytest.raises(
-        DatasetError, match=r"bad\.jsonl:1: case is missing dial_id, gold_doc_id, question"
-    ):
+    with pytest.raises(DatasetError, match=r"bad\.jsonl:1: case is missing dial_id, gold_doc_id, question"):
         load_cases(bad)
     bad.write_text("{not json\n")
     with pytest.raises(DatasetError, match=r"bad\.jsonl:1: not valid JSON"):
@@ -95,10 +91,7 @@ def test_bad_files_are_named(tmp_path: Path) -> None:
 
 def test_load_corpus_keeps_extra_keys_as_metadata(tmp_path: Path) -> None:
     path = tmp_path / "docs.jsonl"
-    path.write_text(
-        json.dumps({"doc_id": "d1", "title": "T", "domain": "va", "text": "body", "source": "x"})
-        + "\n"
-    )
+    path.write_text(json.dumps({"doc_id": "d1", "title": "T", "domain": "va", "text": "body", "source": "x"}) + "\n")
     docs = load_corpus(path)
     assert docs == [
         {
@@ -164,9 +157,7 @@ MDD_DIALS = {
                         "role": "user",
                         "da": "query",
                         "utterance": "How do I renew?",
-                        "references": [
-                            {"id_sp": "1", "label": "solution", "doc_id": "License#1_0"}
-                        ],
+                        "references": [{"id_sp": "1", "label": "solution", "doc_id": "License#1_0"}],
                     },
                     {
                         "turn_id": 2,
@@ -183,9 +174,7 @@ MDD_DIALS = {
                         "role": "user",
                         "da": "query",
                         "utterance": "And veterans benefits?",
-                        "references": [
-                            {"id_sp": "1", "label": "solution", "doc_id": "Benefits#2_0"}
-                        ],
+                        "references": [{"id_sp": "1", "label": "solution", "doc_id": "Benefits#2_0"}],
                     },
                     {
                         "turn_id": 4,
@@ -199,9 +188,7 @@ MDD_DIALS = {
                         "role": "user",
                         "da": "query",
                         "utterance": "Is it in another office?",
-                        "references": [
-                            {"id_sp": "9", "label": "solution", "doc_id": "Missing#1_0"}
-                        ],
+                        "references": [{"id_sp": "9", "label": "solution", "doc_id": "Missing#1_0"}],
                     },
                 ],
             }
@@ -226,9 +213,7 @@ def test_multidoc2dial_release_format(tmp_path: Path) -> None:
     assert first.gold_span == "Renew your license online. You need an eye test."
     assert first.answerable and first.gold_doc_in_corpus
     assert [t["role"] for t in second.history] == ["user", "agent"]
-    assert second.gold_doc_id == "Benefits#2_0", (
-        "an agent turn without references falls back to the user's"
-    )
+    assert second.gold_doc_id == "Benefits#2_0", "an agent turn without references falls back to the user's"
     assert not second.answerable and second.gold_da == "respond_no_solution"
     assert last.gold_answer is None and not last.gold_doc_in_corpus and len(last.history) == 4
     # Same Case format as the converted files: a round trip through write/load keeps everything.

@@ -224,3 +224,15 @@ def test_graph_terminates_for_any_sequence_of_verdicts(
     assert result["answer"].strip()
     if not result["passed"]:
         assert result["fallback_reason"]
+
+
+def test_a_rewrite_with_words_the_conversation_never_used_is_not_used(hr_store: Any, context: Context) -> None:
+    # What the 0.5B model did on a DMV dialogue: it returned the prompt's own few-shot rewrite.
+    copied = "Can I carry over unused days of annual leave to the next year?"
+    model = ScriptedChatModel(script={"answer": [first_passage_sentence], "refine_question": [copied]})
+    graph = make_graph(model, hr_store)
+    run(graph, context, "Who pays for my train ticket on a business trip?")
+    run(graph, context, "and where does it go?")
+    state = graph.get_state(run_config(context, configurable={"thread_id": "t1"})).values
+    assert state["standalone_question"] == "and where does it go?"
+    assert "train ticket" in state["retrieval_query"], "retrieval falls back to question + recent history"

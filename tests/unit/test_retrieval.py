@@ -68,9 +68,7 @@ class FakeStore:
         self.wheres.append(where)
         return [i for i, c in enumerate(self.chunks) if _matches(c, where)]
 
-    def dense_search(
-        self, query_embedding: np.ndarray, k: int, where: dict[str, Any] | None = None
-    ):
+    def dense_search(self, query_embedding: np.ndarray, k: int, where: dict[str, Any] | None = None):
         idx = self._scoped(where)
         scored = sorted(
             ((self.chunks[i], float(self.matrix[i] @ query_embedding)) for i in idx),
@@ -86,17 +84,13 @@ class FakeStore:
         scores = []
         for i, bag in zip(idx, bags, strict=True):
             s = sum(
-                math.log(1 + n / (1 + sum(t in b for b in bags))) * bag[t] / (bag[t] + 1.2)
-                for t in terms
-                if t in bag
+                math.log(1 + n / (1 + sum(t in b for b in bags))) * bag[t] / (bag[t] + 1.2) for t in terms if t in bag
             )
             if s > 0:
                 scores.append((self.chunks[i], s))
         return sorted(scores, key=lambda x: -x[1])[:k]
 
-    def chunks_for_documents(
-        self, doc_ids: Sequence[str], where: dict[str, Any] | None = None
-    ) -> list[Chunk]:
+    def chunks_for_documents(self, doc_ids: Sequence[str], where: dict[str, Any] | None = None) -> list[Chunk]:
         return [self.chunks[i] for i in self._scoped(where) if self.chunks[i]["doc_id"] in doc_ids]
 
     def all_chunks(self, where: dict[str, Any] | None = None) -> list[Chunk]:
@@ -156,9 +150,7 @@ CHUNKS = [
     ),
     _chunk("payslips", 1, "Report payslip errors within 30 days of the pay date.", country="all"),
     _chunk("sick-de", 0, "Sick pay in Germany: full salary for 6 weeks per illness.", country="DE"),
-    _chunk(
-        "bikes", 0, "Bike leasing lets you lease a bicycle through salary conversion.", country="DE"
-    ),
+    _chunk("bikes", 0, "Bike leasing lets you lease a bicycle through salary conversion.", country="DE"),
 ]
 
 
@@ -195,9 +187,7 @@ def test_history_query_keeps_newest_turns_within_budget() -> None:
 
 def test_filter_reaches_every_store_call_and_changes_the_answer(store: FakeStore) -> None:
     retriever = HybridRetriever(store)
-    query = RetrievalQuery(
-        "How many days of annual leave do I get?", "How many days of annual leave do I get?"
-    )
+    query = RetrievalQuery("How many days of annual leave do I get?", "How many days of annual leave do I get?")
     de = retriever.search(query, where={"country": "DE"}, doc_k=3, paragraph_k=3)
     us = retriever.search(query, where={"country": ["US"]}, doc_k=3, paragraph_k=3)
     assert de[0]["doc_id"] == "leave-de" and us[0]["doc_id"] == "leave-us"
@@ -213,9 +203,7 @@ def test_history_brings_the_follow_up_to_the_right_document(store: FakeStore) ->
         ("agent", "You get 20 days."),
     ]
     question = "What's the deadline for carried hours?"
-    docs = retriever.rank_documents(
-        RetrievalQuery(question, history_query(question, history, 100)), where=None, k=3
-    )
+    docs = retriever.rank_documents(RetrievalQuery(question, history_query(question, history, 100)), where=None, k=3)
     assert docs[0][0] == "leave-us"
     assert docs == sorted(docs, key=lambda d: -d[1])
 
@@ -252,9 +240,7 @@ def test_query_embeddings_are_cached(store: FakeStore) -> None:
     retriever.search(q, where=None)
     n = sum(len(c) for c in store.embedder.calls)
     retriever.search(q, where=None)
-    assert sum(len(c) for c in store.embedder.calls) == n, (
-        "a repeated query must not be embedded again"
-    )
+    assert sum(len(c) for c in store.embedder.calls) == n, "a repeated query must not be embedded again"
 
 
 def test_empty_scope_returns_nothing(store: FakeStore) -> None:
