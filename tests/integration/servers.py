@@ -333,3 +333,110 @@ def start_postgres(root: Path, *, timeout_s: float = 60.0) -> Postgres:
         time.sleep(0.1)
     server.stop()
     raise TimeoutError(f"postgres not accepting connections on {server.port}; log {log}:\n{_tail(log)}")
+
+
+# Chroma's product telemetry switch (read by chromadb's Settings, so by the CLI and the client).
+CHROMA_OFFLINE_ENV = {"ANONYMIZED_TELEMETRY": "False"}
+
+
+@dataclass
+class ChromaServer:
+    """One `chroma run` process (the Rust server, in its own session): URL, PID, data path and log."""
+
+    path: Path
+    port: int
+    env: dict[str, str]
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    startup_s: float = 0.0
+    _log: IO[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def heartbeat_url(self) -> str:
+        return f"{self.url}/api/v2/heartbeat"
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None, "server not started"
+        return self.process.pid
+
+    def start(self, timeout_s: float = 60.0) -> ChromaServer:
+        # `chroma run` on a taken port logs "Address ... is not available" but keeps running, and the
+        # heartbeat would then be answered by whoever holds the port: refuse up front instead.
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.settimeout(0.5)
+            if sock.connect_ex(("127.0.0.1", self.port)) == 0:
+                raise RuntimeError(f"port {self.port} is already in use; not starting chroma (log {self.log_path})")
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the process's lifetime
+        command = [
+            str(Path(sys.executable).with_name("chroma")),
+            "run",
+            "--path",
+            str(self.path),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+        ]
+        self.process = subprocess.Popen(
+            command,
+            cwd=self.path.parent,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            self.startup_s = wait_ready(
+                self.heartbeat_url, process=self.process, log=self.log_path, timeout_s=timeout_s
+            )
+        except BaseException:
+            self.stop()
+            raise
+        if f"{self.port} is not available" in _tail(self.log_path, 400):
+            self.stop()
+            raise RuntimeError(f"chroma could not bind port {self.port}; log {self.log_path}:\n{_tail(self.log_path)}")
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            stop_pid(self.process.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def restart(self, timeout_s: float = 60.0) -> ChromaServer:
+        """Stop and start again on the same port and data path (so the same persisted collections)."""
+        self.stop()
+        return self.start(timeout_s)
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
+
+
+def start_chroma(
+    path: Path,
+    *,
+    port: int | None = None,
+    log_path: Path | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    timeout_s: float = 60.0,
+) -> ChromaServer:
+    """Start `chroma run --path <path>` on 127.0.0.1 and a free port; ready once its heartbeat answers."""
+    env = dict(os.environ)
+    env.update(CHROMA_OFFLINE_ENV)
+    env.update(extra_env or {})
+    server = ChromaServer(
+        path=path,
+        port=port or free_port(),
+        env=env,
+        log_path=log_path or path.parent / f"{path.name}-chroma.log",
+    )
+    return server.start(timeout_s)
