@@ -44,6 +44,13 @@ DEFAULT_REPLIES: dict[str, str] = {
 }
 
 
+def first_passage_reply(messages: Sequence[BaseMessage]) -> str:
+    """A grounded one-call answer: the inline self-check line, then passage [1]'s first sentence, cited."""
+    lines = str(messages[0].content).splitlines()
+    first_text = lines[next(i for i, line in enumerate(lines) if line.startswith("[1]")) + 1]
+    return f"Helpful: [1]\n{first_text.split('. ')[0].rstrip('.')}. [1]"
+
+
 def task_of(messages: Sequence[BaseMessage]) -> str:
     text = "\n".join(str(m.content) for m in messages[-3:])  # a repair retry ends with reply + instruction
     for marker, task in TASK_MARKERS:

@@ -267,28 +267,33 @@ def _tail(path: Path, lines: int = 30) -> str:
         return "(no log)"
 
 
-def serve(
+@dataclass
+class LaunchedServer:
+    """A llama.cpp server this process started (not recorded): stop it with `stop_launched`."""
+
+    process: subprocess.Popen[bytes]
+    url: str
+    port: int
+    gguf: Path
+    log: Path
+    load_seconds: float
+
+
+def launch(
     model: str = DEFAULT_MODEL,
     *,
     port: int | None = None,
     n_ctx: int = 4096,
     n_threads: int | None = None,
     timeout_s: float = 180.0,
-) -> ServerInfo:
-    """Start llama.cpp's OpenAI-compatible server for `model` (or reuse the recorded one) and wait for it."""
+    log: Path | None = None,
+) -> LaunchedServer:
+    """Start llama.cpp's OpenAI-compatible server for `model` and wait until it answers; nothing is recorded."""
     gguf = resolve_gguf(model)
-    running = status()
-    if running is not None:
-        if Path(running.gguf) == gguf:
-            return running
-        raise LocalServerError(
-            f"a local LLM server for {running.model} is already running at {running.url} (pid {running.pid}); "
-            "run `reground llm stop` first"
-        )
     if importlib.util.find_spec("llama_cpp") is None:
         raise LocalServerError("llama-cpp-python is not installed: pip install 'reground[local]'")
     port = port or free_port()
-    log = state_dir() / "llm-server.log"
+    log = log or state_dir() / "llm-server.log"
     command = [
         sys.executable, "-m", "llama_cpp.server",
         "--model", str(gguf), "--model_alias", MODEL_ALIAS,
@@ -297,12 +302,12 @@ def serve(
         # One slot: a new request must not abort the one being generated.
         "--interrupt_requests", "False",
     ]  # fmt: skip
+    started = time.monotonic()
     with log.open("wb") as log_file:
         process = subprocess.Popen(
             command, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
         )
     url = f"http://127.0.0.1:{port}/v1"
-    started = time.monotonic()
     while True:
         if process.poll() is not None:
             raise LocalServerError(f"the llama.cpp server exited with {process.returncode}; log {log}:\n{_tail(log)}")
@@ -313,9 +318,43 @@ def serve(
             _stop_pid(process.pid)
             raise LocalServerError(f"the llama.cpp server did not answer within {timeout_s:.0f} s; log {log}")
         time.sleep(0.25)
+    return LaunchedServer(process, url, port, gguf, log, round(time.monotonic() - started, 2))
+
+
+def stop_launched(server: LaunchedServer) -> None:
+    _stop_pid(server.process.pid)
+    with contextlib.suppress(ChildProcessError, OSError):
+        server.process.wait(timeout=5)
+
+
+def serve(
+    model: str = DEFAULT_MODEL,
+    *,
+    port: int | None = None,
+    n_ctx: int = 4096,
+    n_threads: int | None = None,
+    timeout_s: float = 180.0,
+) -> ServerInfo:
+    """Start llama.cpp's OpenAI-compatible server for `model` (or reuse the recorded one) and record its URL."""
+    gguf = resolve_gguf(model)
+    running = status()
+    if running is not None:
+        if Path(running.gguf) == gguf:
+            return running
+        raise LocalServerError(
+            f"a local LLM server for {running.model} is already running at {running.url} (pid {running.pid}); "
+            "run `reground llm stop` first"
+        )
+    server = launch(model, port=port, n_ctx=n_ctx, n_threads=n_threads, timeout_s=timeout_s)
     name = model if model.endswith(".gguf") else model_spec(model).name
     info = ServerInfo(
-        url=url, pid=process.pid, port=port, model=name, gguf=str(gguf), log=str(log), started_at=time.time()
+        url=server.url,
+        pid=server.process.pid,
+        port=server.port,
+        model=name,
+        gguf=str(server.gguf),
+        log=str(server.log),
+        started_at=time.time(),
     )
     record = _record_path()
     tmp = record.with_suffix(".tmp")

@@ -101,8 +101,48 @@ def _alive(pid: int) -> bool:
     return finished == 0
 
 
+class _ServerProcess:
+    """What every server a test starts shares: spawned in its own session, logged, stopped by PID."""
+
+    process: subprocess.Popen[bytes] | None
+    log_path: Path
+    _log: IO[bytes] | None
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None, "server not started"
+        return self.process.pid
+
+    def _spawn(self, command: list[str], *, cwd: Path, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the process's lifetime
+        self.process = subprocess.Popen(
+            command, cwd=cwd, env=dict(env), stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        return self.process
+
+    def start(self, timeout_s: float) -> Any:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            stop_pid(self.process.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def restart(self, timeout_s: float = 90.0) -> Any:
+        """Stop and start again on the same port and paths (so the same saved state)."""
+        self.stop()
+        return self.start(timeout_s)
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
+
+
 @dataclass
-class LanggraphDev:
+class LanggraphDev(_ServerProcess):
     """One `langgraph dev` process: its URL, PID, working directory (its state) and log."""
 
     port: int
@@ -122,14 +162,8 @@ class LanggraphDev:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    @property
-    def pid(self) -> int:
-        assert self.process is not None, "server not started"
-        return self.process.pid
-
     def start(self, timeout_s: float = 90.0) -> LanggraphDev:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the process's lifetime
         command = [
             str(Path(sys.executable).with_name("langgraph")),
             "dev",
@@ -144,37 +178,14 @@ class LanggraphDev:
             "--n-jobs-per-worker",
             str(self.n_jobs_per_worker),
         ]
-        self.process = subprocess.Popen(
-            command,
-            cwd=self.workdir,
-            env=self.env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        self._spawn(command, cwd=self.workdir, env=self.env)
+        assert self.process is not None
         self.startup_s = wait_ready(f"{self.url}/ok", process=self.process, log=self.log_path, timeout_s=timeout_s)
         announced = re.findall(r"API: \S*?http://127\.0\.0\.1:(\d+)", _tail(self.log_path, 400))
         if announced and int(announced[-1]) != self.port:
             self.stop()
             raise RuntimeError(f"langgraph dev moved to port {announced[-1]} (asked for {self.port})")
         return self
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            stop_pid(self.process.pid)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=5)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    def restart(self, timeout_s: float = 90.0) -> LanggraphDev:
-        """Stop and start again on the same port and working directory (so the same saved state)."""
-        self.stop()
-        return self.start(timeout_s)
-
-    def log_text(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
 
 
 def langgraph_env(extra: Mapping[str, str] | None = None, *, base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -340,7 +351,7 @@ CHROMA_OFFLINE_ENV = {"ANONYMIZED_TELEMETRY": "False"}
 
 
 @dataclass
-class ChromaServer:
+class ChromaServer(_ServerProcess):
     """One `chroma run` process (the Rust server, in its own session): URL, PID, data path and log."""
 
     path: Path
@@ -359,11 +370,6 @@ class ChromaServer:
     def heartbeat_url(self) -> str:
         return f"{self.url}/api/v2/heartbeat"
 
-    @property
-    def pid(self) -> int:
-        assert self.process is not None, "server not started"
-        return self.process.pid
-
     def start(self, timeout_s: float = 60.0) -> ChromaServer:
         # `chroma run` on a taken port logs "Address ... is not available" but keeps running, and the
         # heartbeat would then be answered by whoever holds the port: refuse up front instead.
@@ -372,7 +378,6 @@ class ChromaServer:
             if sock.connect_ex(("127.0.0.1", self.port)) == 0:
                 raise RuntimeError(f"port {self.port} is already in use; not starting chroma (log {self.log_path})")
         self.path.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the process's lifetime
         command = [
             str(Path(sys.executable).with_name("chroma")),
             "run",
@@ -383,14 +388,8 @@ class ChromaServer:
             "--port",
             str(self.port),
         ]
-        self.process = subprocess.Popen(
-            command,
-            cwd=self.path.parent,
-            env=self.env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        self._spawn(command, cwd=self.path.parent, env=self.env)
+        assert self.process is not None
         try:
             self.startup_s = wait_ready(
                 self.heartbeat_url, process=self.process, log=self.log_path, timeout_s=timeout_s
@@ -402,23 +401,6 @@ class ChromaServer:
             self.stop()
             raise RuntimeError(f"chroma could not bind port {self.port}; log {self.log_path}:\n{_tail(self.log_path)}")
         return self
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            stop_pid(self.process.pid)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=5)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    def restart(self, timeout_s: float = 60.0) -> ChromaServer:
-        """Stop and start again on the same port and data path (so the same persisted collections)."""
-        self.stop()
-        return self.start(timeout_s)
-
-    def log_text(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
 
 
 def start_chroma(

@@ -8,7 +8,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reground.graph.builder import build_graph, run_config
 from reground.graph.context import Context
 from reground.nodes.answer import split_inline_judgement, tidy_answer
-from reground.tools.fake_chat import ScriptedChatModel
+from reground.tools.fake_chat import ScriptedChatModel, first_passage_reply
 from reground.tools.types import Passage
 
 QUESTION = "How many days of annual leave do full-time employees get?"
@@ -71,15 +71,8 @@ def test_an_honest_not_found_keeps_its_escalation() -> None:
     assert tidy_answer(text, [], "please open a ticket with the HR team", 3) == text
 
 
-def grounded_reply(messages: list[Any]) -> str:
-    """The inline line, then passage [1]'s first sentence, cited."""
-    lines = str(messages[0].content).splitlines()
-    first_text = lines[next(i for i, line in enumerate(lines) if line.startswith("[1]")) + 1]
-    return f"Helpful: [1]\n{first_text.split('. ')[0].rstrip('.')}. [1]"
-
-
 def test_default_turn_is_one_llm_call_with_judgements_from_the_answer(hr_store: Any, hr_store_dir: str) -> None:
-    model = ScriptedChatModel(script={"answer": [grounded_reply]})
+    model = ScriptedChatModel(script={"answer": [first_passage_reply]})
     context = Context(collection="test-hr", data_dir=hr_store_dir)
     graph = build_graph(chat_model=model, store=hr_store, checkpointer=InMemorySaver())
     config = run_config(context, configurable={"thread_id": "one-call"})
@@ -93,7 +86,7 @@ def test_default_turn_is_one_llm_call_with_judgements_from_the_answer(hr_store: 
 
 
 def test_the_judge_runs_when_the_cheap_score_is_near_the_threshold(hr_store: Any, hr_store_dir: str) -> None:
-    model = ScriptedChatModel(script={"answer": [grounded_reply]})
+    model = ScriptedChatModel(script={"answer": [first_passage_reply]})
     context = Context(collection="test-hr", data_dir=hr_store_dir, llm_judge_band=1.0)
     graph = build_graph(chat_model=model, store=hr_store, checkpointer=InMemorySaver())
     config = run_config(context, configurable={"thread_id": "judged"})

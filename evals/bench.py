@@ -1,0 +1,220 @@
+"""Benchmarks of everything but the answers' quality, on this machine (numbers go in the README).
+
+    .venv/bin/python -m reground.evals.bench ingest overhead --docs ../shared/data/doc2dial/docs.jsonl \
+        --cases ../shared/data/doc2dial/cases_dev.jsonl
+    .venv/bin/python -m reground.evals.bench llm --models smollm2-135m,qwen2.5-0.5b,qwen2.5-1.5b
+
+- ingest: chunks/s when ingesting the demo corpus and the 274 doc2dial documents into a fresh store
+  (load, chunk, embed, write Chroma + BM25), against a naive loop that embeds one passage at a time;
+  and the latency of embedding one (uncached) query.
+- overhead: a whole graph turn with a zero-latency scripted chat model over the 274-document
+  collection, i.e. everything but the LLM (refine, keywords, retrieval, rerank, scoring, routing).
+- llm: for each local model, the server's load time, prompt tokens/s (a long prompt, one output token)
+  and generation tokens/s (a short prompt, up to 128 tokens), each the median of a few requests.
+  Servers are started side by side on free ports and stopped; the recorded `reground llm serve`
+  server is not touched.
+
+Results merge into evals/results/bench.json (or --out), one section per benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = REPO / "evals" / "results" / "bench.json"
+DEMO_CORPUS = REPO / "reground" / "data" / "hr_policies.jsonl"
+EVAL_CHUNK_TOKENS = 160  # the chunk size of `reground eval` collections
+NAIVE_SAMPLE = 200  # passages embedded one at a time for the naive baseline
+
+
+def _stats_ms(seconds: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(seconds)
+    p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+    return {
+        "median_ms": round(1000 * statistics.median(ordered), 2),
+        "p90_ms": round(1000 * p90, 2),
+        "min_ms": round(1000 * ordered[0], 2),
+        "n": len(ordered),
+    }
+
+
+def _timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[float, Any]:
+    started = time.perf_counter()
+    value = fn(*args, **kwargs)
+    return time.perf_counter() - started, value
+
+
+def bench_ingest(docs: Path, cases: Path | None, work: Path) -> dict[str, Any]:
+    """Fresh-store ingest throughput per corpus, a one-at-a-time embedding baseline, and query latency."""
+    from reground.tools.embeddings import MINILM_SPEC, load_embedder
+    from reground.tools.ingest import ingest
+    from reground.tools.store import PassageStore
+
+    embedder = load_embedder(MINILM_SPEC)
+    embedder.embed(["warm up the session"])
+    out: dict[str, Any] = {"corpora": {}}
+    for name, path in (("demo_hr", DEMO_CORPUS), ("doc2dial_274", docs)):
+        store = PassageStore.open(
+            f"bench-{name.replace('_', '-')}", data_dir=work / name, embedder=embedder, create=True
+        )
+        seconds, summary = _timed(ingest, [path], store, progress=False)
+        words = [len(c["text"].split()) for c in store.all_chunks()]
+        out["corpora"][name] = {
+            "documents": summary.documents,
+            "chunks": summary.chunks_added,
+            "mean_words_per_chunk": round(statistics.mean(words), 1),
+            "seconds": round(seconds, 2),
+            "chunks_per_s": round(summary.chunks_added / seconds, 1),
+        }
+        if name == "doc2dial_274":
+            texts = [c["text"] for c in store.all_chunks()][:NAIVE_SAMPLE]
+            naive_s, _ = _timed(lambda: [embedder.embed([t]) for t in texts])  # noqa: B023 (called at once)
+            batched_s, _ = _timed(embedder.embed, texts)
+            out["embedding_only"] = {
+                "passages": len(texts),
+                "mean_words": round(statistics.mean(len(t.split()) for t in texts), 1),
+                "one_at_a_time_per_s": round(len(texts) / naive_s, 1),
+                "batched_per_s": round(len(texts) / batched_s, 1),
+            }
+    if cases is not None:
+        from reground.evals.datasets import load_cases
+
+        questions = list(dict.fromkeys(c.question for c in load_cases(cases, limit=300, seed=1)))[:200]
+        timings = [_timed(embedder.embed_query, q)[0] for q in questions]
+        out["query_embedding"] = _stats_ms(timings)
+    return out
+
+
+def bench_overhead(docs: Path, cases: Path, work: Path, turns: int) -> dict[str, Any]:
+    """A graph turn with a zero-latency scripted model: what reground itself costs per turn."""
+    from reground.evals.answers import graph_messages
+    from reground.evals.datasets import load_cases
+    from reground.evals.retrieval import collection_name, open_eval_store
+    from reground.graph.builder import build_graph, run_config
+    from reground.graph.context import Context
+    from reground.tools.fake_chat import ScriptedChatModel, first_passage_reply
+
+    data_dir = work / "overhead"
+    store = open_eval_store(docs, data_dir=data_dir, max_tokens=EVAL_CHUNK_TOKENS)  # the answer evals' collection
+    model = ScriptedChatModel(script={"answer": [first_passage_reply]})
+    graph = build_graph(chat_model=model, store=store)
+    context = Context(collection=collection_name(docs, EVAL_CHUNK_TOKENS), data_dir=str(data_dir))
+    sample = load_cases(cases, limit=turns + 1, seed=2, only_followups=True)
+    timings: list[float] = []
+    calls: list[int] = []
+    passed = 0
+    for index, case in enumerate(sample):
+        model.reset()
+        messages = {"messages": graph_messages(case)}
+        seconds, out = _timed(graph.invoke, messages, context=context, config=run_config(context))
+        if index == 0:
+            continue  # the first turn pays for loading the snapshot and the BM25 index
+        timings.append(seconds)
+        calls.append(len(model.calls))
+        passed += int(bool(out["result"]["passed"]))
+    return {
+        "collection_chunks": store.count(),
+        "turn": _stats_ms(timings),
+        "scripted_llm_calls_per_turn": {"min": min(calls), "median": statistics.median(calls), "max": max(calls)},
+        "passed": passed,
+    }
+
+
+LONG_PROMPT = " ".join(
+    f"Paragraph {n}: employees may request leave through the portal, and managers approve it within five days."
+    for n in range(30)
+)
+
+
+def _chat(url: str, prompt: str, max_tokens: int) -> tuple[float, dict[str, int]]:
+    import httpx
+
+    body = {
+        "model": "local",
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+    }
+    started = time.perf_counter()
+    response = httpx.post(f"{url}/chat/completions", json=body, timeout=300.0)
+    response.raise_for_status()
+    return time.perf_counter() - started, response.json()["usage"]
+
+
+def bench_llm(models: Sequence[str], repeats: int) -> dict[str, Any]:
+    from reground.tools.local_server import launch, stop_launched
+
+    out: dict[str, Any] = {}
+    for model in models:
+        with tempfile.TemporaryDirectory() as tmp:
+            server = launch(model, log=Path(tmp) / "llm.log")
+            try:
+                prompt_rates, gen_rates = [], []
+                for n in range(repeats):
+                    # A distinct prefix each time, so llama.cpp's prompt cache does not skip the work.
+                    seconds, usage = _chat(server.url, f"Run {n}. {LONG_PROMPT}\nSummarise in one word.", 1)
+                    prompt_rates.append(usage["prompt_tokens"] / seconds)
+                    seconds, usage = _chat(server.url, f"Run {n}. Write a long story about a cat and a ship.", 128)
+                    gen_rates.append(usage["completion_tokens"] / seconds)
+                out[model] = {
+                    "load_seconds": server.load_seconds,
+                    "gguf_mb": round(server.gguf.stat().st_size / 1e6),
+                    "prompt_tokens_per_s": round(statistics.median(prompt_rates), 1),
+                    "generation_tokens_per_s": round(statistics.median(gen_rates), 1),
+                    "repeats": repeats,
+                }
+            finally:
+                stop_launched(server)
+    return out
+
+
+def _merge(out: Path, section: str, value: dict[str, Any]) -> None:
+    data = json.loads(out.read_text()) if out.exists() else {}
+    data[section] = value
+    data["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("benchmarks", nargs="+", choices=["ingest", "overhead", "llm"])
+    parser.add_argument("--docs", type=Path, help="documents .jsonl (ingest, overhead)")
+    parser.add_argument("--cases", type=Path, help="cases .jsonl (query latency, overhead)")
+    parser.add_argument("--turns", type=int, default=50, help="graph turns for overhead (default 50)")
+    parser.add_argument("--models", default="smollm2-135m,qwen2.5-0.5b,qwen2.5-1.5b", help="local models for llm")
+    parser.add_argument("--repeats", type=int, default=3, help="requests per measurement for llm (default 3)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+    needs_docs = {"ingest", "overhead"} & set(args.benchmarks)
+    if needs_docs and args.docs is None:
+        parser.error(f"{', '.join(sorted(needs_docs))} needs --docs")
+    if "overhead" in args.benchmarks and args.cases is None:
+        parser.error("overhead needs --cases")
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    with tempfile.TemporaryDirectory(prefix="reground-bench-") as tmp:
+        work = Path(tmp)
+        for name in args.benchmarks:
+            if name == "ingest":
+                result = bench_ingest(args.docs, args.cases, work)
+            elif name == "overhead":
+                result = bench_overhead(args.docs, args.cases, work, args.turns)
+            else:
+                result = bench_llm([m.strip() for m in args.models.split(",") if m.strip()], args.repeats)
+            _merge(args.out, name, result)
+            print(json.dumps({name: result}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
