@@ -275,7 +275,7 @@ def baseline_runner(system: str, *, chat_model: BaseChatModel, store: Any) -> Ca
     return run
 
 
-def _load_model(spec: str, max_tokens: int = 160) -> BaseChatModel:
+def load_eval_model(spec: str, max_tokens: int = 160) -> BaseChatModel:
     from reground.tools.llm import ensure_reachable, load_chat_model
 
     ensure_reachable(spec)
@@ -478,6 +478,11 @@ def summarize_run(out_dir: str | Path, case_ids: Iterable[str]) -> dict[str, Any
         if verdicts:
             pairwise[f"{a} vs {b}"] = {"a": a, "b": b, **summarize_pairwise(verdicts)}
     summary = {"kind": "answers", "config": config, "systems": per_system, "pairwise": pairwise}
+    check = out / "judge_check.json"
+    if check.is_file():  # written by `reground eval judge-check`: whether the hallucination judge is trusted
+        summary["judge_check"] = {
+            k: v for k, v in json.loads(check.read_text(encoding="utf-8")).items() if k != "examples"
+        }
     (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return summary
 
@@ -559,7 +564,7 @@ def run_answers_eval(
 
         store = open_eval_store(docs_path, data_dir=data_dir, max_tokens=chunk_tokens)
         base_context["collection"] = collection_name(docs_path, chunk_tokens)
-    model = chat_model if chat_model is not None else _load_model(chat_model_spec)
+    model = chat_model if chat_model is not None else load_eval_model(chat_model_spec)
     if data_dir:
         base_context["data_dir"] = str(data_dir)
 
@@ -573,7 +578,11 @@ def run_answers_eval(
         all_rows[name] = run_system(name, selected, runner, out, workers=workers, progress=progress)
 
     if judge_model is not None or judge_model_spec:
-        jm = judge_model if judge_model is not None else _load_model(str(judge_model_spec), max_tokens=JUDGE_MAX_TOKENS)
+        jm = (
+            judge_model
+            if judge_model is not None
+            else load_eval_model(str(judge_model_spec), max_tokens=JUDGE_MAX_TOKENS)
+        )
         per_case = [j for j in judges if j != "pairwise"]
         for name in names if per_case else []:
             run_judges(name, all_rows[name], jm, out, judges=per_case, workers=workers, progress=progress)

@@ -64,9 +64,7 @@ _CASE_FIELDS = {"case_id", "dial_id", "question", "gold_doc_id"}
 
 def _read_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
     if not path.is_file():
-        raise DatasetError(
-            f"{what} file not found: {path} (pass the path of an existing .jsonl file)"
-        )
+        raise DatasetError(f"{what} file not found: {path} (pass the path of an existing .jsonl file)")
     with path.open(encoding="utf-8") as fh:
         for number, line in enumerate(fh, start=1):
             if not line.strip():
@@ -74,9 +72,7 @@ def _read_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DatasetError(
-                    f"{path}:{number}: not valid JSON ({exc.msg}); fix or remove the line"
-                ) from exc
+                raise DatasetError(f"{path}:{number}: not valid JSON ({exc.msg}); fix or remove the line") from exc
             if not isinstance(row, dict):
                 raise DatasetError(f"{path}:{number}: expected a JSON object per line")
             yield number, row
@@ -86,16 +82,12 @@ def case_from_dict(row: dict[str, Any], *, where: str = "") -> Case:
     """A case from the converted doc2dial schema (extra keys are ignored)."""
     missing = sorted(_CASE_FIELDS - row.keys())
     if missing:
-        raise DatasetError(
-            f"{where}: case is missing {', '.join(missing)} (expected the doc2dial case schema)"
-        )
+        raise DatasetError(f"{where}: case is missing {', '.join(missing)} (expected the doc2dial case schema)")
     history: list[Turn] = []
     for turn in row.get("history") or []:
         role = turn.get("role")
         if role not in ("user", "agent"):
-            raise DatasetError(
-                f"{where}: history turn with role {role!r}; expected 'user' or 'agent'"
-            )
+            raise DatasetError(f"{where}: history turn with role {role!r}; expected 'user' or 'agent'")
         history.append(Turn(role=role, text=str(turn.get("text", ""))))
     gold_doc_ids = list(row.get("gold_doc_ids") or [row["gold_doc_id"]])
     return Case(
@@ -129,8 +121,7 @@ def select_cases(
     kept = [
         c
         for c in cases
-        if (not only_with_answer or c.gold_answer is not None)
-        and (not only_followups or c.is_followup)
+        if (not only_with_answer or c.gold_answer is not None) and (not only_followups or c.is_followup)
     ]
     if limit is None or limit >= len(kept):
         return kept
@@ -171,18 +162,14 @@ def load_corpus(path: str | Path) -> list[dict[str, Any]]:
     for number, row in _read_jsonl(path, "documents"):
         for key in ("doc_id", "text"):
             if not row.get(key):
-                raise DatasetError(
-                    f"{path}:{number}: document without {key!r} (each line needs doc_id, title, text)"
-                )
+                raise DatasetError(f"{path}:{number}: document without {key!r} (each line needs doc_id, title, text)")
         docs.append(
             {
                 "doc_id": str(row["doc_id"]),
                 "title": str(row.get("title") or row["doc_id"]),
                 "text": str(row["text"]),
                 "url": str(row.get("url") or ""),
-                "metadata": {
-                    k: v for k, v in row.items() if k not in ("doc_id", "title", "text", "url")
-                },
+                "metadata": {k: v for k, v in row.items() if k not in ("doc_id", "title", "text", "url")},
             }
         )
     if not docs:
@@ -209,17 +196,13 @@ def write_corpus_jsonl(docs: Iterable[dict[str, Any]], path: str | Path) -> Path
 
 def _read_json(path: Path, key: str) -> dict[str, Any]:
     if not path.is_file():
-        raise DatasetError(
-            f"MultiDoc2Dial file not found: {path} (pass the path of the release's JSON file)"
-        )
+        raise DatasetError(f"MultiDoc2Dial file not found: {path} (pass the path of the release's JSON file)")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}: not valid JSON ({exc.msg})") from exc
     if not isinstance(data, dict) or not isinstance(data.get(key), dict):
-        raise DatasetError(
-            f"{path}: expected a JSON object with a {key!r} object (MultiDoc2Dial release format)"
-        )
+        raise DatasetError(f"{path}: expected a JSON object with a {key!r} object (MultiDoc2Dial release format)")
     return data[key]
 
 
@@ -245,10 +228,7 @@ def load_multidoc2dial_docs(
                     },
                 }
             )
-            spans[doc_id] = {
-                str(sid): str(span.get("text_sp", ""))
-                for sid, span in (doc.get("spans") or {}).items()
-            }
+            spans[doc_id] = {str(sid): str(span.get("text_sp", "")) for sid, span in (doc.get("spans") or {}).items()}
     return docs, spans
 
 
@@ -284,11 +264,7 @@ def multidoc2dial_cases(
                 doc_ids = list(dict.fromkeys(str(r["doc_id"]) for r in refs if r.get("doc_id")))
                 doc_id = doc_ids[0] if doc_ids else ""
                 span_ids = sorted(
-                    {
-                        str(r["id_sp"])
-                        for r in refs
-                        if str(r.get("doc_id")) == doc_id and "id_sp" in r
-                    },
+                    {str(r["id_sp"]) for r in refs if str(r.get("doc_id")) == doc_id and "id_sp" in r},
                     key=_span_key,
                 )
                 da = agent.get("da") if agent else None
@@ -302,9 +278,7 @@ def multidoc2dial_cases(
                         gold_answer=str(agent.get("utterance", "")) if agent else None,
                         gold_doc_id=doc_id,
                         gold_doc_ids=doc_ids,
-                        gold_span=" ".join(
-                            spans.get(doc_id, {}).get(s, "").strip() for s in span_ids
-                        ).strip(),
+                        gold_span=" ".join(spans.get(doc_id, {}).get(s, "").strip() for s in span_ids).strip(),
                         answerable=bool(doc_ids) and da != NO_SOLUTION_DA,
                         gold_span_ids=span_ids,
                         gold_doc_in_corpus=doc_id in spans,

@@ -183,17 +183,26 @@ def _hallucination_label(segment: str) -> bool | None:
     return None
 
 
+_NEGATED = re.compile(r"(?:\b(?:not|no|never)|n't)\s+(?:a\s+|be\s+|been\s+|\w+ly\s+)?$")
+
+
 def _last_label(text: str) -> bool | None:
-    """The verdict word that occurs last (negated forms take precedence at the same position)."""
+    """The verdict word that occurs last; a negated word counts as its opposite.
+
+    "not hallucinated" is faithful and "not supported" is hallucinated: a small judge that echoes
+    the definition ("hallucinates because it states information not supported ...") must not be
+    read as faithful because "supported" comes last."""
     best: tuple[int, bool] | None = None
     for patterns, value in ((_NEGATIVE, False), (_POSITIVE, True)):
         for pattern in patterns:
             for match in re.finditer(r"\b" + pattern, text):
                 start = match.start()
-                if value and re.search(r"\b(?:not|no)\s+(?:a\s+)?$", text[:start]):
-                    continue  # "not hallucinated", "no hallucination": the negative form counts
+                negated = bool(_NEGATED.search(text[:start]))
+                if value and negated:
+                    continue  # "not hallucinated", "no hallucination": the negative pattern counts
+                label = (not value) if negated else value
                 if best is None or start > best[0]:
-                    best = (start, value)
+                    best = (start, label)
     return None if best is None else best[1]
 
 

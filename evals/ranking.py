@@ -44,9 +44,7 @@ def ranking_metrics(
     return metrics_from_ranks(ranks, ks)
 
 
-def metrics_from_ranks(
-    ranks: Sequence[int | None], ks: Sequence[int] = DEFAULT_KS
-) -> dict[str, float]:
+def metrics_from_ranks(ranks: Sequence[int | None], ks: Sequence[int] = DEFAULT_KS) -> dict[str, float]:
     out = {f"recall@{k}": recall_at_k(ranks, k) for k in ks}
     out["mrr"] = mean_reciprocal_rank(ranks)
     return out

@@ -254,6 +254,18 @@ JUDGE_KEYS = (
 )
 
 
+def _judge_check_line(run: Path, check: Mapping[str, Any]) -> str:
+    """How the hallucination judge did on labelled items (`reground eval judge-check`)."""
+    balanced = check.get("balanced_accuracy")
+    verdict = "trusted" if check.get("trusted") else "NOT trusted: its hallucination rate measures the judge"
+    shown = "–" if balanced is None else f"{balanced:.2f}"
+    return (
+        f"Judge check (`{run}`, {check.get('judge_model')}): balanced accuracy {shown} on {check.get('n')} "
+        f"labelled items ({check.get('unparseable')} unparseable; threshold {check.get('trust_threshold')}) "
+        f"— {verdict}.\n"
+    )
+
+
 def _judge_table(answers: Mapping[str, Mapping[str, Any]]) -> str:
     """One column per judge: 'mean (unparseable)'; empty when no run was judged."""
     keys = [k for k in JUDGE_KEYS if any(k[1] in m for m in answers.values())]
@@ -283,6 +295,7 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
     pairwise: dict[str, Any] = {}
     configs: list[tuple[Path, dict[str, Any]]] = []
     correlations: list[tuple[Path, dict[str, Any]]] = []
+    judge_checks: list[tuple[Path, dict[str, Any]]] = []
     for raw in run_dirs:
         run = Path(raw)
         summary = _load_summary(run)
@@ -295,6 +308,8 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
             continue
         configs.append((run, summary.get("config", {})))
         pairwise.update(summary.get("pairwise") or {})
+        if summary.get("judge_check"):
+            judge_checks.append((run, summary["judge_check"]))
         for name, metrics in summary["systems"].items():
             key = _unique(name, answers, run)
             answers[key] = metrics
@@ -331,6 +346,7 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
         judge_table = _judge_table(answers)
         if judge_table:
             lines += ["### LLM judges", "", JUDGE_NOTE, "", judge_table, ""]
+        lines += [_judge_check_line(run, check) for run, check in judge_checks]
         if pairwise:
             lines += [
                 "### Pairwise (both orders; a disagreement between orders counts as a tie)",

@@ -1,4 +1,4 @@
-"""`reground eval retrieval|answers|calibrate|report|correlation`: measure reground on your data."""
+"""`reground eval retrieval|answers|calibrate|judge-check|report|correlation`: measure reground on your data."""
 
 from __future__ import annotations
 
@@ -74,6 +74,14 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--data-dir", default=None, help="where calibration.json goes (default: $REGROUND_DATA_DIR)")
     p.add_argument("--also-repo", action="store_true", help="also write evals/results/calibration.json")
     p.set_defaults(func=_calibrate)
+
+    p = sub.add_parser("judge-check", help="accuracy of the hallucination judge on labelled items from a run")
+    p.add_argument("--run", required=True, help="answers run directory (items come from its passages)")
+    p.add_argument("--judge-model", required=True, help="judge model spec, as for `eval answers`")
+    p.add_argument("--system", default="history_rag", help="system whose cases supply the items")
+    p.add_argument("--n", type=int, default=40, help="labelled items (default 40)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed")
+    p.set_defaults(func=_judge_check)
 
     p = sub.add_parser("correlation", help="proxy vs final metric correlation (Spearman/Kendall) of a run")
     p.add_argument("--run", required=True, help="answers run directory")
@@ -184,6 +192,28 @@ def _calibrate(args: argparse.Namespace) -> int:
     )
     for path in result["written"]:
         print(f"wrote {path}")
+    return 0
+
+
+def _judge_check(args: argparse.Namespace) -> int:
+    from reground.evals.answers import JUDGE_MAX_TOKENS, load_eval_model
+    from reground.evals.judge_check import check_hallucination_judge
+    from reground.tools.llm import LLMUnavailableError
+
+    try:
+        model = load_eval_model(args.judge_model, max_tokens=JUDGE_MAX_TOKENS)
+        result = check_hallucination_judge(
+            args.run, model, judge_model_spec=args.judge_model, system=args.system, n=args.n, seed=args.seed
+        )
+    except (FileNotFoundError, ValueError, LLMUnavailableError) as exc:
+        return _fail(str(exc))
+    balanced = result["balanced_accuracy"]
+    print(json.dumps({k: result[k] for k in ("n", "accuracy", "balanced_accuracy", "unparseable", "per_kind")}))
+    print(
+        f"balanced accuracy {balanced if balanced is None else round(balanced, 3)}: the judge is "
+        + ("trusted" if result["trusted"] else f"NOT trusted (threshold {result['trust_threshold']})")
+    )
+    print(f"wrote {Path(args.run) / 'judge_check.json'}")
     return 0
 
 

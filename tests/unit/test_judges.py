@@ -106,6 +106,11 @@ def test_parse_pairwise(reply: str, expected: str | None) -> None:
         ("The claim about March is unsupported.", True),
         ("Yes, it invents a deadline.", True),
         ("No.", False),
+        # negated verdict words count as their opposite, wherever they come
+        ("The answer hallucinates because it states information that is not supported by the passages.", True),
+        ("The date is not grounded in the passages.", True),
+        ("It isn't faithful to passage [2].", True),
+        ("The answer does not hallucinate; it is fully supported.", False),
         # the reasoning mentions the other label; the verdict line wins
         ("It is not unsupported, since [1] says so. Verdict: FAITHFUL", False),
         ("Reasoning: ok\nVerdict: FAITHFUL\nVerdict: faithful", False),

@@ -1,0 +1,143 @@
+"""Check the hallucination judge on labelled items before trusting its rate.
+
+A small local model can return the same verdict for every answer, or parrot the definition it was
+given; its "hallucination rate" then measures the judge, not the system. The items here have known
+labels and come from a finished answers run, so they look like the real inputs (same dialogues,
+same retrieved passages):
+
+- faithful: a sentence copied from one of the passages shown;
+- unsupported: a sentence taken from another case's passages (about something else);
+- honest: the graph's "not in the documents" reply, which the definition says is not a hallucination.
+
+Balanced accuracy (the mean of the accuracy on hallucinated and on faithful items) is 0.5 for a
+constant judge, whatever the label mix; below `TRUST_THRESHOLD` the judge's rate is reported as
+untrusted. Writes `RUN/judge_check.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from reground.evals.answers import latest_by_case, read_jsonl
+from reground.evals.judges import CallStats, hallucination
+from reground.prompts.answer import NOT_FOUND
+
+TRUST_THRESHOLD = 0.7
+KINDS = ("faithful", "unsupported", "honest")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _sentences(text: str) -> list[str]:
+    """Sentences of answer length (8-35 words), the size of a real two-sentence answer's part."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if 8 <= len(s.split()) <= 35]
+
+
+def _passage_texts(row: Mapping[str, Any]) -> list[str]:
+    return [p["text"] if isinstance(p, Mapping) else str(p) for p in row.get("passages") or []][:3]
+
+
+def validation_items(rows: Sequence[Mapping[str, Any]], *, n: int = 40, seed: int = 0) -> list[dict[str, Any]]:
+    """Up to n labelled items, the three kinds in turn; `hallucinated` is the label."""
+    usable = [r for r in rows if any(_sentences(t) for t in _passage_texts(r))]
+    if len(usable) < 2:
+        raise ValueError("need at least 2 answered cases with passages to build judge-check items")
+    rng = random.Random(seed)
+    items: list[dict[str, Any]] = []
+    for index in range(min(n, len(usable))):
+        row = usable[index]
+        other = usable[(index + len(usable) // 2) % len(usable)]
+        kind = KINDS[index % len(KINDS)]
+        if kind == "faithful":
+            answer = rng.choice([s for t in _passage_texts(row) for s in _sentences(t)])
+        elif kind == "unsupported":
+            answer = rng.choice([s for t in _passage_texts(other) for s in _sentences(t)])
+        else:
+            answer = NOT_FOUND.format(escalation="please contact the team that owns these documents")
+        items.append(
+            {
+                "case_id": row.get("case_id"),
+                "kind": kind,
+                "hallucinated": kind == "unsupported",
+                "history": row.get("history") or [],
+                "question": row.get("question") or "",
+                "passages": _passage_texts(row),
+                "answer": answer,
+            }
+        )
+    return items
+
+
+def score_verdicts(items: Sequence[Mapping[str, Any]], verdicts: Sequence[bool | None]) -> dict[str, Any]:
+    """Accuracy per kind, balanced accuracy, unparseable count, and whether the judge is trusted."""
+    per_kind: dict[str, dict[str, int]] = {}
+    for item, verdict in zip(items, verdicts, strict=True):
+        counts = per_kind.setdefault(item["kind"], {"n": 0, "correct": 0, "unparseable": 0})
+        counts["n"] += 1
+        if verdict is None:
+            counts["unparseable"] += 1
+        elif verdict == item["hallucinated"]:
+            counts["correct"] += 1
+
+    def accuracy(selected: list[tuple[Mapping[str, Any], bool | None]]) -> float | None:
+        return sum(v == i["hallucinated"] for i, v in selected) / len(selected) if selected else None
+
+    pairs = list(zip(items, verdicts, strict=True))
+    on_positive = accuracy([(i, v) for i, v in pairs if i["hallucinated"]])
+    on_negative = accuracy([(i, v) for i, v in pairs if not i["hallucinated"]])
+    balanced = (on_positive + on_negative) / 2 if on_positive is not None and on_negative is not None else None
+    return {
+        "n": len(items),
+        "accuracy": accuracy(pairs),
+        "balanced_accuracy": balanced,
+        "unparseable": sum(v is None for v in verdicts),
+        "per_kind": per_kind,
+        "trusted": balanced is not None and balanced >= TRUST_THRESHOLD,
+        "trust_threshold": TRUST_THRESHOLD,
+    }
+
+
+def check_hallucination_judge(
+    run_dir: str | Path,
+    judge_model: BaseChatModel,
+    *,
+    judge_model_spec: str,
+    system: str = "history_rag",
+    n: int = 40,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Judge the labelled items built from `system`'s rows of a run; write RUN/judge_check.json."""
+    run = Path(run_dir)
+    rows = list(latest_by_case(read_jsonl(run / system / "cases.jsonl")).values())
+    if not rows:
+        raise FileNotFoundError(f"{run / system / 'cases.jsonl'} has no finished cases: run `reground eval answers`")
+    items = validation_items(rows, n=n, seed=seed)
+    stats = CallStats()
+    judged = [
+        hallucination(
+            judge_model,
+            history=item["history"],
+            question=item["question"],
+            answer=item["answer"],
+            passages=item["passages"],
+            stats=stats,
+        )
+        for item in items
+    ]
+    result = {
+        "judge_model": judge_model_spec,
+        "items_from": system,
+        "seed": seed,
+        **score_verdicts(items, [j.value for j in judged]),
+        "examples": [
+            {"kind": i["kind"], "answer": i["answer"], "verdict": j.value, "raw": j.raw[:300]}
+            for i, j in list(zip(items, judged, strict=True))[:9]
+        ],
+    }
+    (run / "judge_check.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
