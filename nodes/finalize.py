@@ -46,10 +46,20 @@ def best_quote(passage: Passage, answer: str) -> str:
     return best[:300]
 
 
+def supporting_passages(answer: str, passages: Sequence[Passage], min_share: float = 0.5) -> list[int]:
+    """Passages holding at least `min_share` of the answer's words, best first: what a grounded answer
+    that carries no [n] marker (and had no self-check verdicts) still owes the user as citations."""
+    words = set(squad_tokens(answer))
+    if not words:
+        return []
+    shares = [(len(words & set(squad_tokens(p["text"]))) / len(words), n) for n, p in enumerate(passages, start=1)]
+    return [n for share, n in sorted(shares, key=lambda x: -x[0]) if share >= min_share]
+
+
 def citations_for(answer: str, passages: Sequence[Passage], helpful: Sequence[int]) -> list[Citation]:
     numbers = [int(n) for n in _CITED.findall(answer) if 1 <= int(n) <= len(passages)]
     if not numbers:
-        numbers = list(helpful)
+        numbers = list(helpful) or supporting_passages(answer, passages)
     seen: list[int] = []
     for n in numbers:
         if n not in seen:

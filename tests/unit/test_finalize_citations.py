@@ -1,0 +1,53 @@
+"""Citations of a grounded answer, with and without [n] markers or self-check verdicts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reground.nodes.finalize import citations_for, supporting_passages
+
+PASSAGES: list[Any] = [
+    {
+        "doc_id": "carry",
+        "chunk_id": "c1",
+        "title": "Annual leave",
+        "url": "u1",
+        "text": "You can carry over up to 5 unused days. Carried-over days expire on 31 March.",
+    },
+    {
+        "doc_id": "days",
+        "chunk_id": "c2",
+        "title": "Annual leave",
+        "url": "u2",
+        "text": "Full-time employees in Germany receive 30 working days of paid annual leave per calendar year.",
+    },
+    {
+        "doc_id": "travel",
+        "chunk_id": "c3",
+        "title": "Travel",
+        "url": "u3",
+        "text": "Submit travel receipts within 30 days.",
+    },
+]
+
+
+def test_markers_win_over_verdicts_and_support() -> None:
+    cited = citations_for("You get 30 working days [2].", PASSAGES, helpful=[1])
+    assert [c["number"] for c in cited] == [2]
+    assert cited[0]["quote"].startswith("Full-time employees")
+
+
+def test_verdicts_used_when_there_are_no_markers() -> None:
+    assert [c["number"] for c in citations_for("You get 30 working days.", PASSAGES, helpful=[1, 3])] == [1, 3]
+
+
+def test_no_markers_and_no_verdicts_cite_the_passages_that_hold_the_answer() -> None:
+    answer = "Full-time employees in Germany receive 30 working days of paid annual leave."
+    assert supporting_passages(answer, PASSAGES) == [2]
+    cited = citations_for(answer, PASSAGES, helpful=[])
+    assert [(c["number"], c["doc_id"]) for c in cited] == [(2, "days")]
+
+
+def test_an_answer_no_passage_holds_gets_no_citation() -> None:
+    assert citations_for("Please ask your manager about the team's rota.", PASSAGES, helpful=[]) == []
+    assert supporting_passages("", PASSAGES) == []
