@@ -357,6 +357,21 @@ def system_summary(rows: Sequence[Mapping[str, Any]], judges: Sequence[Mapping[s
     return summary
 
 
+def passage_texts(passages: Iterable[Mapping[str, Any] | str]) -> list[str]:
+    """The texts of a row's passages (stored as passage records, or already as texts)."""
+    return [p["text"] if isinstance(p, Mapping) else str(p) for p in passages]
+
+
+def judge_inputs(row: Mapping[str, Any]) -> dict[str, Any]:
+    """What every per-answer judge reads from a case row."""
+    return {
+        "history": row["history"],
+        "question": row["question"],
+        "answer": row["answer"],
+        "passages": passage_texts(row["passages"]),
+    }
+
+
 def run_judges(
     system: str,
     rows: Sequence[Mapping[str, Any]],
@@ -376,12 +391,7 @@ def run_judges(
     writer = _JsonlWriter(path)
 
     def one(row: Mapping[str, Any]) -> None:
-        kw = {
-            "history": row["history"],
-            "question": row["question"],
-            "answer": row["answer"],
-            "passages": [p["text"] for p in row["passages"]],
-        }
+        kw = judge_inputs(row)
         out: dict[str, Any] = {"case_id": row["case_id"], "system": system}
         if "hallucination" in judges:
             verdict = J.hallucination(judge_model, **kw)

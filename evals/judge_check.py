@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from reground.evals.answers import latest_by_case, read_jsonl
-from reground.evals.judges import CallStats, hallucination
+from reground.evals.answers import judge_inputs, latest_by_case, passage_texts, read_jsonl
+from reground.evals.judges import hallucination
 from reground.prompts.answer import NOT_FOUND
 
 TRUST_THRESHOLD = 0.7
@@ -39,7 +39,7 @@ def _sentences(text: str) -> list[str]:
 
 
 def _passage_texts(row: Mapping[str, Any]) -> list[str]:
-    return [p["text"] if isinstance(p, Mapping) else str(p) for p in row.get("passages") or []][:3]
+    return passage_texts(row.get("passages") or [])[:3]
 
 
 def validation_items(rows: Sequence[Mapping[str, Any]], *, n: int = 40, seed: int = 0) -> list[dict[str, Any]]:
@@ -117,18 +117,7 @@ def check_hallucination_judge(
     if not rows:
         raise FileNotFoundError(f"{run / system / 'cases.jsonl'} has no finished cases: run `reground eval answers`")
     items = validation_items(rows, n=n, seed=seed)
-    stats = CallStats()
-    judged = [
-        hallucination(
-            judge_model,
-            history=item["history"],
-            question=item["question"],
-            answer=item["answer"],
-            passages=item["passages"],
-            stats=stats,
-        )
-        for item in items
-    ]
+    judged = [hallucination(judge_model, **judge_inputs(item)) for item in items]
     result = {
         "judge_model": judge_model_spec,
         "items_from": system,

@@ -114,13 +114,22 @@ class _Snapshot:
         for i, c in enumerate(chunks):
             self.by_doc.setdefault(c["doc_id"], []).append(i)
         self._bm25: Any = None
+        self._allowed: dict[tuple[tuple[str, tuple[str, ...]], ...], np.ndarray] = {}
         self._lock = threading.Lock()
 
     def allowed(self, scope: dict[str, list[str]]) -> np.ndarray | None:
-        """Which chunks the scope lets through (None: no scope, all of them)."""
+        """Which chunks the scope lets through (None: no scope, all of them); computed once per scope,
+        since every search of a turn (dense and lexical, each query) asks for the same one."""
         if not scope:
             return None
-        return np.fromiter((matches(c["metadata"], scope) for c in self.chunks), dtype=bool, count=len(self.chunks))
+        key = tuple(sorted((name, tuple(values)) for name, values in scope.items()))
+        with self._lock:
+            mask = self._allowed.get(key)
+        if mask is None:
+            mask = np.fromiter((matches(c["metadata"], scope) for c in self.chunks), dtype=bool, count=len(self.chunks))
+            with self._lock:
+                self._allowed[key] = mask
+        return mask
 
     def bm25(self) -> Any:
         with self._lock:
@@ -142,9 +151,7 @@ class PassageStore:
         self.embedder = embedder
         self.data_dir = data_dir
         self.chroma_url = chroma_url
-        self._client = client
-        self._chunks = client.get_collection(collection, embedding_function=chroma_embedding_function(embedder.name))
-        self._manifest = client.get_or_create_collection(collection + MANIFEST_SUFFIX)
+        self._bind(client)
         self._snapshot: _Snapshot | None = None
         self._lock = threading.Lock()
 
@@ -289,16 +296,20 @@ class PassageStore:
 
     # --- reading ---------------------------------------------------------------------------
 
+    def _bind(self, client: Any) -> None:
+        """The client and the two collections every read and write goes through."""
+        self._client = client
+        self._chunks = client.get_collection(
+            self.collection, embedding_function=chroma_embedding_function(self.embedder.name)
+        )
+        self._manifest = client.get_or_create_collection(self.collection + MANIFEST_SUFFIX)
+
     def _reconnect(self) -> None:
         """A fresh embedded client: the cached one does not follow another process's writes."""
         from chromadb.api.shared_system_client import SharedSystemClient
 
         SharedSystemClient.clear_system_cache()
-        self._client = _client(self.data_dir, self.chroma_url)
-        self._chunks = self._client.get_collection(
-            self.collection, embedding_function=chroma_embedding_function(self.embedder.name)
-        )
-        self._manifest = self._client.get_or_create_collection(self.collection + MANIFEST_SUFFIX)
+        self._bind(_client(self.data_dir, self.chroma_url))
 
     def _read_live(self) -> tuple[dict[str, str], dict[str, Any]]:
         """The manifest's live generations and every stored chunk row."""
