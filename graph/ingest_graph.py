@@ -21,6 +21,7 @@ from typing import Any, TypedDict
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from reground.graph.context import Context, ContextError, apply_env_fallbacks, check_collection
+from reground.tools.errors import InputError
 
 _READER = Context.__dataclass_fields__  # the conversation's defaults: ingest where it reads
 
@@ -77,7 +78,7 @@ class IngestState(IngestInput, IngestOutput, total=False):
     pass
 
 
-class IngestInputError(ValueError):
+class IngestInputError(InputError):
     """An ingestion request is malformed; the message names the document or path."""
 
 
@@ -142,12 +143,17 @@ def index_documents(state: IngestState, runtime: Runtime[IngestContext]) -> dict
     from reground.tools.store import PassageStore
 
     context = runtime.context
+
+    def on_wait(message: str) -> None:
+        runtime.stream_writer({"node": "index_documents", "message": message})
+
     store = PassageStore.open(
         context.collection,
         data_dir=context.data_dir or None,
         embedder=load_embedder(context.embedding_model),
         chroma_url=context.chroma_url,
         create=True,
+        on_wait=on_wait,
     )
     runtime.stream_writer({"node": "index_documents", "message": f"writing into {context.collection!r}"})
     with tempfile.TemporaryDirectory(prefix="reground-ingest-") as tmp:
@@ -157,12 +163,15 @@ def index_documents(state: IngestState, runtime: Runtime[IngestContext]) -> dict
             inline = Path(tmp) / "inline-documents.jsonl"
             inline.write_text("".join(json.dumps(doc) + "\n" for doc in documents), encoding="utf-8")
             sources.insert(0, inline)
+        # Runs of this graph (and `reground ingest` processes) into one collection take turns on its write
+        # lock; a run that has to wait says so on the custom stream.
         summary = ingest(
             sources,
             store,
             max_tokens=context.max_tokens,
             delete=tuple(state.get("delete") or ()),
             progress=False,
+            on_wait=on_wait,
         )
     result = summary_dict(summary)
     result["collection"] = context.collection

@@ -1,4 +1,9 @@
-"""Ingest documents into a store: idempotent by content hash, crash-safe per document, with a progress bar."""
+"""Ingest documents into a store: idempotent by content hash, crash-safe per document, with a progress bar.
+
+An ingest holds the collection's write lock from reading the manifest to its last write, so concurrent
+ingests (processes, threads, server runs) take turns instead of deciding from a manifest another one is
+about to change.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from pathlib import Path
 
 from reground.tools.chunking import DEFAULT_MAX_TOKENS, chunk_document
 from reground.tools.loaders import Document, LoadError, load_paths
+from reground.tools.locking import WaitNotice
 from reground.tools.store import PassageStore
 from tqdm import tqdm
 
@@ -23,13 +29,17 @@ class IngestSummary:
     deleted: int = 0
     skipped: int = 0
     errors: list[LoadError] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)  # manifest records dropped: their chunks were missing
 
     def __str__(self) -> str:
-        return (
+        text = (
             f"{self.documents} documents ({self.replaced} replaced, {self.unchanged} unchanged), "
             f"{self.chunks_added} chunks added, {self.deleted} deleted, {self.skipped} skipped, "
             f"{len(self.errors)} errors"
         )
+        if self.repaired:
+            text += f", {len(self.repaired)} documents with missing chunks re-added"
+        return text
 
     def as_dict(self) -> dict[str, object]:
         data = asdict(self)
@@ -50,8 +60,18 @@ def ingest_documents(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     progress: bool = True,
     summary: IngestSummary | None = None,
+    on_wait: WaitNotice | None = None,
 ) -> IngestSummary:
+    """Index the documents under the collection's write lock (waiting for another writer if there is one)."""
     summary = summary or IngestSummary()
+    with store.writing(on_wait=on_wait):
+        summary.repaired = sorted(set(summary.repaired) | set(store.take_repaired()))
+        return _ingest_locked(documents, store, max_tokens=max_tokens, progress=progress, summary=summary)
+
+
+def _ingest_locked(
+    documents: Sequence[Document], store: PassageStore, *, max_tokens: int, progress: bool, summary: IngestSummary
+) -> IngestSummary:
     known = store.document_hashes()
     seen: set[str] = set()
     for doc in tqdm(documents, desc=f"ingest → {store.collection}", unit="doc", disable=not progress):
@@ -86,14 +106,20 @@ def ingest(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     delete: Sequence[str] = (),
     progress: bool = True,
+    on_wait: WaitNotice | None = None,
 ) -> IngestSummary:
-    """Load every path, (re)index changed documents, delete the named ones; bad files are reported, not fatal."""
+    """Load every path, (re)index changed documents, delete the named ones; bad files are reported, not fatal.
+
+    Files are read before the write lock is taken; deletes and writes happen under one hold of it.
+    """
     summary = IngestSummary()
-    for doc_id in delete:
-        removed = store.delete_document(doc_id)
-        summary.deleted += 1 if removed else 0
-        if not removed:
-            summary.errors.append(LoadError(doc_id, f"no document {doc_id!r} in collection {store.collection!r}"))
     documents, errors = load_paths(paths) if paths else ([], [])
-    summary.errors.extend(errors)
-    return ingest_documents(documents, store, max_tokens=max_tokens, progress=progress, summary=summary)
+    with store.writing(on_wait=on_wait):
+        summary.repaired = store.take_repaired()
+        for doc_id in delete:
+            removed = store.delete_document(doc_id)
+            summary.deleted += 1 if removed else 0
+            if not removed:
+                summary.errors.append(LoadError(doc_id, f"no document {doc_id!r} in collection {store.collection!r}"))
+        summary.errors.extend(errors)
+        return ingest_documents(documents, store, max_tokens=max_tokens, progress=progress, summary=summary)

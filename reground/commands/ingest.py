@@ -8,21 +8,28 @@ from typing import Any
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    """Open (or create) the collection, then ingest under its write lock; bad files are listed, not fatal."""
+    from reground.tools.errors import RegroundError
     from reground.tools.ingest import ingest
-    from reground.tools.store import PassageStore, StoreError
+    from reground.tools.store import PassageStore
 
     try:
         store = PassageStore.open(
             args.collection, data_dir=args.data_dir, chroma_url=args.chroma_url or "", create=True
         )
-    except StoreError as exc:
+        summary = ingest(
+            args.paths, store, max_tokens=args.max_tokens, delete=args.delete or (), progress=not args.quiet
+        )
+    except RegroundError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
-    summary = ingest(args.paths, store, max_tokens=args.max_tokens, delete=args.delete or (), progress=not args.quiet)
+        return exc.exit_code
     for error in summary.errors:
         print(f"error: {error}", file=sys.stderr)
+    if summary.repaired:
+        shown = ", ".join(summary.repaired[:5]) + (" …" if len(summary.repaired) > 5 else "")
+        print(f"repaired: the manifest named documents whose chunks were missing: {shown}", file=sys.stderr)
     print(f"{store.collection}: {summary}")
-    return 1 if summary.errors else 0
+    return 3 if summary.errors else 0  # DataError's exit code: some files could not be ingested
 
 
 def add_commands(subparsers: Any) -> None:

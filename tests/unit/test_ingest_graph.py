@@ -148,3 +148,56 @@ def test_bad_context_values_are_rejected_with_the_field_name(
     context = IngestContext()
     assert (context.collection, context.max_tokens) == ("from-env", 64)
     assert IngestContext(collection="explicit").collection == "explicit"
+
+
+def test_concurrent_graph_runs_into_one_collection_take_turns_and_lose_nothing(tmp_path: Path) -> None:
+    """Runs of the `ingest` graph in threads (as `langgraph dev` runs them) share the collection's write lock."""
+    import threading
+
+    from reground.tools.locking import collection_lock, lock_path
+    from reground.tools.store import PassageStore
+
+    batches = [
+        [
+            {"doc_id": f"t{t}-d{i}", "title": f"Doc {t}.{i}", "text": f"# Topic {t}\n\nPolicy {t}.{i} text."}
+            for i in range(3)
+        ]
+        for t in range(4)
+    ]
+    events: list[list[Any]] = [[] for _ in batches]
+    errors: list[BaseException] = []
+    context = IngestContext(collection="ingest-threads", data_dir=str(tmp_path))
+
+    def run(index: int) -> None:
+        try:
+            for mode, chunk in ingest_graph.stream(
+                {"documents": batches[index]}, context=context, stream_mode=["custom", "values"]
+            ):
+                events[index].append((mode, chunk))
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    # Hold the lock while the threads start, so every one of them has to wait (and say so).
+    with collection_lock(lock_path(tmp_path, "ingest-threads"), "ingest-threads"):
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(batches))]
+        for thread in threads:
+            thread.start()
+        import time
+
+        time.sleep(1.0)
+        assert all(thread.is_alive() for thread in threads)
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+    summaries = [next(c for m, c in reversed(e) if m == "values")["summary"] for e in events]
+    assert [s["documents"] for s in summaries] == [3, 3, 3, 3] and all(s["chunks_added"] == 3 for s in summaries)
+    waits = [
+        c
+        for e in events
+        for m, c in e
+        if m == "custom" and "waiting for another ingest into ingest-threads" in c["message"]
+    ]
+    assert len(waits) >= len(batches)
+    store = PassageStore.open("ingest-threads", data_dir=tmp_path)
+    assert sorted({c["doc_id"] for c in store.all_chunks()}) == sorted(d["doc_id"] for b in batches for d in b)
+    assert store.count() == 12
