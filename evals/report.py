@@ -20,6 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from reground.evals.answers import latest_by_case, read_jsonl
 from reground.evals.correlation import FINALS, PROXIES, correlation_report
+from reground.tools.errors import InputError
 
 ANSWER_COLUMNS: tuple[tuple[str, str, str], ...] = (
     # (summary key, column title, format)
@@ -59,7 +60,7 @@ BAR_METRICS = (
 )
 
 
-class ReportError(ValueError):
+class ReportError(InputError):
     """A run directory cannot be read; the message names it and what it should contain."""
 
 

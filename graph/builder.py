@@ -35,6 +35,7 @@ NodeFn = Callable[[State, NodeEnv], dict[str, Any]]
 # Transient failures are retried with backoff; a server that is down is not (it fails at once).
 _TRANSIENT = {
     "APITimeoutError",
+    "LLMTimeoutError",  # tools/chat.py's name for a model that did not reply in time
     "OpenAITimeoutError",
     "InternalServerError",
     "RateLimitError",

@@ -18,12 +18,13 @@ from reground.prompts import refine as refine_prompts
 from reground.prompts import refine_question as refine_question_prompts
 from reground.prompts import rerank as rerank_prompts
 from reground.prompts import self_check as self_check_prompts
+from reground.tools.errors import InputError
 
 DEFAULT_GROUNDEDNESS_THRESHOLD = 0.5  # used until `reground eval calibrate` writes a measured one
 ENV_PREFIX = "REGROUND_"
 
 
-class ContextError(ValueError):
+class ContextError(InputError):
     """A context value is invalid; the message names the field and the accepted values."""
 
 

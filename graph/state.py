@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AnyMessage
-from langgraph.graph.message import add_messages
+from reground.graph.thread_messages import add_turn_messages
 from reground.tools.types import Passage
 
 
@@ -71,12 +71,16 @@ class TurnResult(TypedDict):
     completion_tokens: int
     seconds: float
     review: dict[str, Any] | None
+    notices: list[str]  # what the user should know about how the turn treated the input (e.g. a cut question)
 
 
 class InputState(TypedDict):
-    """What a caller passes: the conversation, the last message being the user's question."""
+    """What a caller passes: the conversation, the last message being the user's question.
 
-    messages: Annotated[list[AnyMessage], add_messages]
+    A new user message replaces unanswered ones a failed turn left at the thread's end (graph/thread_messages.py).
+    """
+
+    messages: Annotated[list[AnyMessage], add_turn_messages]
 
 
 class State(InputState, total=False):
@@ -95,10 +99,11 @@ class State(InputState, total=False):
     refine_iterations: int
     turn_started: float
     review: dict[str, Any] | None
+    notices: list[str]
     trace: Annotated[list[TraceEvent], merge_trace]
     result: TurnResult
 
 
 class OutputState(TypedDict, total=False):
-    messages: Annotated[list[AnyMessage], add_messages]
+    messages: Annotated[list[AnyMessage], add_turn_messages]
     result: TurnResult

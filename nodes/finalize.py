@@ -109,6 +109,7 @@ def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
         completion_tokens=sum(e.get("completion_tokens", 0) for e in trace),
         seconds=round(time.time() - state.get("turn_started", time.time()), 3),
         review=review,
+        notices=list(state.get("notices", [])),
     )
     env.progress("finalize", "done", passed=passed)
     return {"result": result, "messages": [AIMessage(content=text, name="reground")], "review": None}

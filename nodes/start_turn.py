@@ -9,9 +9,23 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from reground.graph.state import State
 from reground.nodes.common import NodeEnv
 from reground.tools.chat import message_text
+from reground.tools.errors import InputError
 from reground.tools.tokens import count_tokens, tail_tokens, truncate_tokens
 
 HISTORY_TOKEN_CAP = 3000  # what any prompt of a turn carries of the dialogue at most
+
+
+def question_problem(text: str) -> str | None:
+    """Why `text` cannot be answered as a question (None if it can): empty, or no letter or digit at all.
+
+    Emoji and control characters alone retrieve arbitrary passages and get a confident, irrelevant
+    answer, so they are refused like an empty question. The CLI checks this before starting a turn.
+    """
+    if not text.strip():
+        return "the question is empty"
+    if not any(ch.isalnum() for ch in text):
+        return "the question has no letters or digits"
+    return None
 
 
 def _role(message: BaseMessage) -> str | None:
@@ -26,7 +40,7 @@ def start_turn(state: State, env: NodeEnv) -> dict[str, Any]:
     messages = list(state.get("messages") or [])
     notes: list[str] = []
     if not messages or not isinstance(messages[-1], HumanMessage):
-        raise ValueError(
+        raise InputError(
             "the last message must be the user's question (a 'user'/'human' message); "
             f"got {type(messages[-1]).__name__ if messages else 'no messages'}"
         )
@@ -36,8 +50,18 @@ def start_turn(state: State, env: NodeEnv) -> dict[str, Any]:
         for m in messages[:-1]
         if (role := _role(m)) and not isinstance(m, SystemMessage) and message_text(m)
     ]
+    notices: list[str] = []
+    problem = question_problem(question)
+    if problem:
+        notes.append(f"{problem}: not answered")
+        question = ""  # routed straight to finalize, which answers like for an empty question
     if question and count_tokens(question) > env.context.question_token_budget:
+        original = count_tokens(question)
         question = truncate_tokens(question, env.context.question_token_budget)
+        notices.append(
+            f"your question was cut from {original} to its first {env.context.question_token_budget} tokens "
+            "(question_token_budget); ask a shorter question to have all of it considered"
+        )
         notes.append(f"question cut to {env.context.question_token_budget} tokens")
     kept: list[dict[str, str]] = []
     budget = HISTORY_TOKEN_CAP
@@ -70,4 +94,5 @@ def start_turn(state: State, env: NodeEnv) -> dict[str, Any]:
         "draft_checked": False,
         "review": None,
         "turn_started": time.time(),
+        "notices": notices,
     }

@@ -1,15 +1,24 @@
-"""`reground` command line: llm, ingest, ask, chat, demo, eval."""
+"""`reground` command line: llm, ingest, ask, chat, demo, eval.
+
+Every error ends in one line on stderr and a distinct exit code: 2 bad input, 3 documents or store,
+4 a model that is down, 1 a bug (an exception reground did not expect), 130 interrupted. `--debug`
+adds the traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+import traceback
 from collections.abc import Sequence
 
 # Each group lives in its own module and adds its sub-commands; imported lazily so `--help` is quick
 # and a missing optional extra only breaks its own group.
-COMMAND_GROUPS = ("llm", "ingest", "conversation", "eval")
+COMMAND_GROUPS = ("llm", "ingest", "collections", "conversation", "eval")
+
+BUG_EXIT_CODE = 1
+INTERRUPTED_EXIT_CODE = 130
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="reground",
         description="Faithful conversational question answering over your own documents (LangGraph).",
     )
+    parser.add_argument("--debug", action="store_true", help="print the full traceback when a command fails")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for group in COMMAND_GROUPS:
         module = importlib.import_module(f"reground.commands.{group}")
@@ -24,9 +34,43 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def one_line(text: str) -> str:
+    """A message folded onto one line (a library's multi-line message must not look like a traceback)."""
+    return " ".join(str(text).split())
+
+
+def report_error(exc: BaseException, *, debug: bool = False) -> int:
+    """Print what went wrong on one line (plus the traceback with --debug) and return the exit code."""
+    from reground.tools.errors import RegroundError
+
+    if debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    if isinstance(exc, RegroundError):
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
+        return int(exc.exit_code)
+    detail = one_line(str(exc)) or "no message"
+    hint = "" if debug else "; rerun with --debug for the traceback"
+    print(
+        f"error: unexpected {type(exc).__module__}.{type(exc).__name__}: {detail} (this is a bug in reground, "
+        f"please report it{hint})",
+        file=sys.stderr,
+    )
+    return BUG_EXIT_CODE
+
+
+def _split_debug(argv: Sequence[str]) -> tuple[list[str], bool]:
+    """`--debug` is accepted anywhere before a `--` (e.g. after the sub-command too)."""
+    args = list(argv)
+    end = args.index("--") if "--" in args else len(args)
+    debug = "--debug" in args[:end]
+    return [a for i, a in enumerate(args) if i >= end or a != "--debug"], debug
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    rest, debug = _split_debug(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(rest)
+    args.debug = debug
     handler = getattr(args, "func", None)
     if handler is None:
         parser.print_help()
@@ -35,7 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(handler(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED_EXIT_CODE
+    except SystemExit:
+        raise
+    except Exception as exc:
+        return report_error(exc, debug=args.debug)
 
 
 if __name__ == "__main__":

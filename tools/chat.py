@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
-from reground.tools.llm import LLMUnavailableError, token_cap
+from reground.tools.llm import LLMTimeoutError, LLMUnavailableError, token_cap
 
 T = TypeVar("T")
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
@@ -44,8 +44,35 @@ class CallStats:
         self.completion_tokens += int(usage.get("output_tokens", 0) or 0)
 
 
-# A refused connection means nothing is serving (fail fast); a timeout is transient (retried by the node's policy).
-_CONNECTION_ERRORS = ("APIConnectionError", "ConnectError", "ConnectionError")
+# A refused, reset or dropped connection means nothing is serving (fail fast, whether before the call or
+# mid-reply); a timeout is transient (LLMTimeoutError, retried by the node's policy). Matched by name along
+# the exception chain, so openai's and httpx's wrappers of the same failure are all recognised.
+_CONNECTION_ERRORS = frozenset(
+    {"APIConnectionError", "ConnectError", "ReadError", "WriteError", "RemoteProtocolError", "ConnectionError"}
+)
+_TIMEOUT_ERRORS = frozenset({"APITimeoutError", "ReadTimeout", "WriteTimeout", "PoolTimeout", "TimeoutException"})
+
+
+def model_failure(model: BaseChatModel, exc: BaseException) -> LLMUnavailableError | LLMTimeoutError | None:
+    """The ModelError a transport failure of `model` stands for (naming its URL), or None for anything else."""
+    url = str(getattr(model, "openai_api_base", "") or "the configured endpoint")
+    current: BaseException | None = exc
+    for _ in range(8):  # follow __cause__/__context__: openai wraps httpx, which wraps the socket error
+        if current is None:
+            break
+        name = type(current).__name__
+        if name in _TIMEOUT_ERRORS:
+            return LLMTimeoutError(
+                f"The chat model at {url} did not reply in time ({name}). It may be overloaded: retry, raise "
+                "llm_timeout_s (REGROUND_LLM_TIMEOUT_S), or check the server with `reground llm status`."
+            )
+        if name in _CONNECTION_ERRORS or isinstance(current, ConnectionError):
+            return LLMUnavailableError(
+                f"The chat model at {url} stopped answering ({type(exc).__name__}: {str(exc) or name}). Start it "
+                "again with `reground llm serve` (or fix the endpoint in REGROUND_CHAT_MODEL), then ask again."
+            )
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _invoke(
@@ -59,13 +86,9 @@ def _invoke(
     try:
         reply = model.invoke(list(messages), config={"tags": list(tags)}, **token_cap(model, max_tokens))
     except Exception as exc:
-        if type(exc).__name__ in _CONNECTION_ERRORS:
-            base_url = str(getattr(model, "openai_api_base", "") or "the configured endpoint")
-            raise LLMUnavailableError(
-                f"The chat model at {base_url} did not answer ({type(exc).__name__}). Start the local "
-                "server with `reground llm serve`, or set an OpenAI-compatible endpoint and key "
-                "(REGROUND_CHAT_MODEL=openai:gpt-4o-mini with OPENAI_API_KEY)."
-            ) from exc
+        failure = model_failure(model, exc)
+        if failure is not None:
+            raise failure from exc
         raise
     stats.add_message(reply, time.perf_counter() - started)
     if not isinstance(reply, AIMessage):
@@ -159,8 +182,9 @@ def call_structured(
         try:
             out: Any = bound.invoke(list(messages), config={"tags": list(tags)}, **token_cap(model, max_tokens))
         except Exception as exc:
-            if type(exc).__name__ in _CONNECTION_ERRORS:
-                raise LLMUnavailableError(f"The chat model did not answer ({type(exc).__name__}).") from exc
+            failure = model_failure(model, exc)
+            if failure is not None:
+                raise failure from exc
             out = None
             stats.notes.append(f"structured call failed ({type(exc).__name__}); parsing JSON text instead")
         if isinstance(out, dict):

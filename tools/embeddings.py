@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from reground.tools.errors import ModelError
 
 MINILM_SPEC = "local:all-MiniLM-L6-v2"
 # (package, file inside it, sha256): the weights and the tokenizer are checked before first use.
@@ -31,7 +32,7 @@ BATCH_SIZE = 32
 QUERY_CACHE_SIZE = 2048
 
 
-class EmbeddingModelError(RuntimeError):
+class EmbeddingModelError(ModelError, RuntimeError):
     """The packaged embedding model is missing or does not match its pinned hash."""
 
 

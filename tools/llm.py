@@ -14,14 +14,23 @@ from typing import Any
 
 import httpx
 from langchain_core.language_models import BaseChatModel
+from reground.tools.errors import InputError, ModelError
 
 LOCAL_MODEL_ALIAS = "local"
 ACCEPTED = "'local:<name>', 'openai:<model>' or 'openai-compatible:<model>@<base_url>'"
 REACHABLE_TTL_S = 30.0
 
 
-class LLMUnavailableError(RuntimeError):
-    """No chat model answers at the configured URL; the message names it and the two ways out."""
+class LLMUnavailableError(ModelError, RuntimeError):
+    """No chat model answers at the configured URL (or it died mid-answer); the message names it and the ways out."""
+
+
+class LLMTimeoutError(ModelError, RuntimeError):
+    """The chat model accepted the call but did not reply in time; the node's retry policy retries it."""
+
+
+class ModelSpecError(InputError):
+    """A chat model spec that does not parse; the message lists the accepted forms."""
 
 
 def _ways_out(url: str) -> str:
@@ -37,7 +46,7 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
     """(scheme, model, base_url or None)."""
     scheme, sep, rest = spec.partition(":")
     if not sep or not rest:
-        raise ValueError(f"invalid chat model spec {spec!r}: use {ACCEPTED}")
+        raise ModelSpecError(f"invalid chat model spec {spec!r}: use {ACCEPTED}")
     if scheme == "local":
         return scheme, rest, None
     if scheme == "openai":
@@ -45,9 +54,9 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
     if scheme == "openai-compatible":
         model, at, base_url = rest.partition("@")
         if not at or not model or not base_url:
-            raise ValueError(f"invalid chat model spec {spec!r}: use 'openai-compatible:<model>@<base_url>'")
+            raise ModelSpecError(f"invalid chat model spec {spec!r}: use 'openai-compatible:<model>@<base_url>'")
         return scheme, model, base_url
-    raise ValueError(f"unknown chat model scheme {scheme!r} in {spec!r}: use {ACCEPTED}")
+    raise ModelSpecError(f"unknown chat model scheme {scheme!r} in {spec!r}: use {ACCEPTED}")
 
 
 def base_url_for(spec: str) -> str:
@@ -81,7 +90,10 @@ def _api_key(scheme: str) -> str:
     if scheme == "openai":
         key = os.environ.get("OPENAI_API_KEY", "")
         if not key:
-            raise LLMUnavailableError("OPENAI_API_KEY is not set for an 'openai:' chat model spec")
+            raise LLMUnavailableError(
+                "OPENAI_API_KEY is not set for an 'openai:' chat model spec: export it, or serve a local model "
+                "with `reground llm serve`"
+            )
         return key
     if scheme == "openai-compatible":
         return os.environ.get("REGROUND_API_KEY", "none")

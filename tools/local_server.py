@@ -23,10 +23,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import httpx
+from reground.tools.errors import ModelError
 from reground.tools.paths import cache_dir, state_dir
 
 
-class LocalServerError(RuntimeError):
+class LocalServerError(ModelError, RuntimeError):
     """The local model or server could not be prepared; the message says what to do."""
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import httpx
+from reground.tools.errors import ModelError
 
 
-class RerankEndpointError(RuntimeError):
+class RerankEndpointError(ModelError, RuntimeError):
     """The rerank endpoint failed or answered in a shape we do not know; the message names the URL."""
 
 

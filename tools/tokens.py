@@ -10,6 +10,7 @@ from importlib import resources
 from pathlib import Path
 
 import tiktoken
+from reground.tools.errors import ModelError
 from reground.tools.paths import cache_dir
 
 # What tiktoken downloads and the sha256 it pins; the cache key is the sha1 of the URL.
@@ -26,7 +27,7 @@ ENCODINGS: dict[str, tuple[str, str]] = {
 DEFAULT_ENCODING = "cl100k_base"
 
 
-class TokenizerUnavailableError(RuntimeError):
+class TokenizerUnavailableError(ModelError, RuntimeError):
     """The packaged encoding is missing or does not match tiktoken's pinned hash."""
 
 

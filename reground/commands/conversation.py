@@ -37,14 +37,37 @@ def _context(args: argparse.Namespace, **overrides: Any) -> Any:
     if getattr(args, "model", None):
         values["chat_model"] = args.model
     if getattr(args, "filter", None):
-        try:
-            values["metadata_filter"] = json.loads(args.filter)
-        except json.JSONDecodeError as exc:
-            raise SystemExit(f'--filter must be a JSON object, e.g. \'{{"country": "DE"}}\': {exc}') from exc
+        values["metadata_filter"] = parse_filter(args.filter)
     if getattr(args, "review", None):
         values["review_mode"] = args.review
     values.update(overrides)
     return Context(**values)
+
+
+def parse_filter(raw: str) -> dict[str, Any]:
+    """--filter as a JSON object; anything else is an InputError saying what was given."""
+    from reground.tools.errors import InputError
+
+    example = '\'{"country": "DE"}\''
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"--filter is not valid JSON ({exc.msg}, column {exc.colno}): pass an object, e.g. {example}"
+        ) from exc
+    if not isinstance(value, dict):
+        raise InputError(f"--filter must be a JSON object, e.g. {example}; got a JSON {type(value).__name__}: {raw}")
+    return value
+
+
+def check_question(question: str, context: Any) -> None:
+    """Refuse, before any model runs, a question the graph would refuse anyway (empty, no letters or digits)."""
+    from reground.nodes.start_turn import question_problem
+    from reground.tools.errors import InputError
+
+    problem = question_problem(question)
+    if problem:
+        raise InputError(f"{problem}: ask about the documents in '{context.collection}' in words")
 
 
 @contextmanager
@@ -60,7 +83,10 @@ def _sqlite_graph(context: Any) -> Iterator[Any]:
         yield build_graph(checkpointer=saver)
 
 
-def print_result(result: dict[str, Any], *, out: Any = sys.stdout) -> None:
+def print_result(result: dict[str, Any], *, out: Any = None) -> None:
+    out = out or sys.stdout  # resolved per call: sys.stdout may have been replaced since import
+    for notice in result.get("notices", []):
+        print(f"notice: {notice}", file=sys.stderr)
     print(f"\n{result['answer']}\n", file=out)
     for c in result.get("citations", []):
         url = f" <{c['url']}>" if c.get("url") else ""
@@ -113,6 +139,7 @@ def _ask_reviewer() -> dict[str, str]:
 
 def cmd_ask(args: argparse.Namespace) -> int:
     context = _context(args)
+    check_question(args.question, context)
     thread = args.thread or uuid.uuid4().hex
     with _sqlite_graph(context) as graph:
         result = run_turn(graph, context, thread, args.question, show_progress=not args.quiet)
@@ -125,6 +152,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
+    from reground.tools.errors import RegroundError
+
     context = _context(args)
     thread = args.thread or uuid.uuid4().hex
     print(f"reground chat on '{context.collection}' (thread {thread}); empty line or Ctrl-D to quit", file=sys.stderr)
@@ -136,7 +165,11 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 break
             if not question:
                 break
-            print_result(run_turn(graph, context, thread, question))
+            try:
+                check_question(question, context)
+                print_result(run_turn(graph, context, thread, question))
+            except RegroundError as exc:  # the thread is unchanged (graph/thread_messages.py): ask again
+                print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
     return 0
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 
 def _limit(text: str) -> int | None:
@@ -93,9 +92,19 @@ def add_commands(subparsers: Any) -> None:
     p.set_defaults(func=_report)
 
 
-def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return 1
+def _fail(problem: str | Exception) -> NoReturn:
+    """Raise the problem as the RegroundError the CLI prints on one line with its exit code.
+
+    An error that already is one keeps its class (a model that is down exits 4, a bad dataset 3);
+    a missing or unreadable file is a DataError; anything else here is bad input.
+    """
+    from reground.tools.errors import DataError, InputError, RegroundError
+
+    if isinstance(problem, RegroundError):
+        raise problem
+    if isinstance(problem, OSError):
+        raise DataError(f"{problem}: check the path") from problem
+    raise InputError(str(problem)) from (problem if isinstance(problem, Exception) else None)
 
 
 def _retrieval(args: argparse.Namespace) -> int:
@@ -103,8 +112,8 @@ def _retrieval(args: argparse.Namespace) -> int:
 
     try:
         summary = run_retrieval_eval(args.docs, args.cases, limit=args.limit, out_dir=args.out, data_dir=args.data_dir)
-    except (FileNotFoundError, ValueError) as exc:
-        return _fail(str(exc))
+    except (OSError, ValueError) as exc:
+        _fail(exc)
     print(format_summary(summary))
     print(f"wrote {Path(args.out) / 'summary.json'}")
     return 0
@@ -135,11 +144,11 @@ def _answers(args: argparse.Namespace) -> int:
     from reground.evals.datasets import DatasetError
 
     if args.workers < 1:
-        return _fail("--workers must be >= 1")
+        _fail("--workers must be >= 1")
     try:
         overrides = parse_overrides(args.set)
     except ValueError as exc:
-        return _fail(str(exc))
+        _fail(exc)
     try:
         summary = run_answers_eval(
             args.docs,
@@ -156,12 +165,8 @@ def _answers(args: argparse.Namespace) -> int:
             data_dir=args.data_dir,
             context_overrides=overrides,
         )
-    except (EvalRunError, DatasetError, FileNotFoundError) as exc:
-        return _fail(str(exc))
-    except Exception as exc:
-        if type(exc).__name__ == "LLMUnavailableError":
-            return _fail(str(exc))
-        raise
+    except (EvalRunError, DatasetError, OSError) as exc:
+        _fail(exc)
     keys = (
         "n_cases",
         "gold_in_top3",
@@ -184,7 +189,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     try:
         result = calibrate_run(args.run, system=args.system, data_dir=args.data_dir, also_repo=args.also_repo)
     except CalibrationError as exc:
-        return _fail(str(exc))
+        _fail(exc)
     print(
         f"groundedness threshold {result['groundedness_threshold']:.4f} "
         f"(5th percentile over {result['n_correct_retrieval']} answers with the gold document "
@@ -198,15 +203,15 @@ def _calibrate(args: argparse.Namespace) -> int:
 def _judge_check(args: argparse.Namespace) -> int:
     from reground.evals.answers import JUDGE_MAX_TOKENS, load_eval_model
     from reground.evals.judge_check import check_hallucination_judge
-    from reground.tools.llm import LLMUnavailableError
+    from reground.tools.errors import RegroundError
 
     try:
         model = load_eval_model(args.judge_model, max_tokens=JUDGE_MAX_TOKENS)
         result = check_hallucination_judge(
             args.run, model, judge_model_spec=args.judge_model, system=args.system, n=args.n, seed=args.seed
         )
-    except (FileNotFoundError, ValueError, LLMUnavailableError) as exc:
-        return _fail(str(exc))
+    except (OSError, ValueError, RegroundError) as exc:
+        _fail(exc)
     balanced = result["balanced_accuracy"]
     print(json.dumps({k: result[k] for k in ("n", "accuracy", "balanced_accuracy", "unparseable", "per_kind")}))
     print(
@@ -222,8 +227,8 @@ def _correlation(args: argparse.Namespace) -> int:
 
     try:
         report = correlation_report(args.run)
-    except FileNotFoundError as exc:
-        return _fail(str(exc))
+    except OSError as exc:
+        _fail(exc)
     print(json.dumps(report["all"], indent=2))
     print(f"wrote {Path(args.run) / 'correlation.json'}")
     return 0
@@ -235,6 +240,6 @@ def _report(args: argparse.Namespace) -> int:
     try:
         path = write_report(args.runs, args.out)
     except ReportError as exc:
-        return _fail(str(exc))
+        _fail(exc)
     print(f"wrote {path}")
     return 0

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
 import socket
 from typing import Any
 
 import pytest
+from fake_openai import FakeOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
 from reground.graph.builder import build_graph, run_config
 from reground.graph.context import Context, ContextError
+from reground.tools.errors import DataError, InputError, ModelError, RegroundError
 from reground.tools.fake_chat import ScriptedChatModel
 from reground.tools.llm import LLMUnavailableError
 from reground.tools.store import CollectionNotFoundError
@@ -42,7 +46,7 @@ def test_missing_collection_is_a_clear_error_naming_it(hr_store_dir: str) -> Non
         _ask(build_graph(chat_model=ScriptedChatModel()), context, "How much annual leave do I get?")
 
 
-def test_huge_question_is_cut_to_the_budget_with_a_note(hr_store: Any, hr_store_dir: str) -> None:
+def test_huge_question_is_cut_to_the_budget_and_the_result_says_so(hr_store: Any, hr_store_dir: str) -> None:
     model = ScriptedChatModel()
     context = Context(collection="test-hr", data_dir=hr_store_dir, question_token_budget=50)
     graph = build_graph(chat_model=model, store=hr_store)
@@ -50,6 +54,10 @@ def test_huge_question_is_cut_to_the_budget_with_a_note(hr_store: Any, hr_store_
         {"messages": [{"role": "user", "content": "annual leave " * 5000}]}, config=run_config(context), context=context
     )
     assert out["result"]["answer"]
+    notices = out["result"]["notices"]
+    assert len(notices) == 1 and "cut" in notices[0] and "50 tokens" in notices[0], notices
+    short = _ask(graph, context, "How much annual leave do I get?")
+    assert short["result"]["notices"] == [], "a question within the budget carries no notice"
     state_trace = graph.get_graph()  # the graph still compiles and draws
     assert "start_turn" in state_trace.nodes
 
@@ -77,3 +85,175 @@ def test_context_falls_back_to_environment_variables(monkeypatch: pytest.MonkeyP
     context = Context()
     assert context.top_n == 5 and context.metadata_filter == {"country": "DE"} and context.use_self_check is False
     assert Context(top_n=2).top_n == 2, "an explicit value wins over the environment"
+
+
+# --- issue 15: errors users can act on, letter-free questions, failed turns leave no debris ---------
+
+
+@pytest.mark.parametrize(
+    ("error", "base"),
+    [
+        ("reground.tools.llm:LLMUnavailableError", ModelError),
+        ("reground.tools.llm:LLMTimeoutError", ModelError),
+        ("reground.tools.llm:ModelSpecError", InputError),
+        ("reground.graph.context:ContextError", InputError),
+        ("reground.graph.ingest_graph:IngestInputError", InputError),
+        ("reground.tools.embeddings:EmbeddingModelError", ModelError),
+        ("reground.tools.tokens:TokenizerUnavailableError", ModelError),
+        ("reground.tools.local_server:LocalServerError", ModelError),
+        ("reground.tools.rerank_http:RerankEndpointError", ModelError),
+        ("reground.tools.store:CollectionNotFoundError", DataError),
+        ("reground.evals.report:ReportError", InputError),
+    ],
+)
+def test_user_facing_errors_carry_their_exit_code(error: str, base: type[RegroundError]) -> None:
+    module, name = error.split(":")
+    cls = getattr(importlib.import_module(module), name)
+    assert issubclass(cls, base)
+    assert cls("x").exit_code == base.exit_code
+
+
+def _connection_error(url: str) -> Exception:
+    """What openai raises when the server vanishes mid-reply (wrapping httpx's protocol error)."""
+    import httpx
+    import openai
+
+    request = httpx.Request("POST", f"{url}/chat/completions")
+    try:
+        try:
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+        except httpx.RemoteProtocolError as inner:
+            raise openai.APIConnectionError(request=request) from inner
+    except openai.APIConnectionError as outer:
+        return outer
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["openai-error", "wrapped-by-a-parser"])
+def test_model_failure_classifies_a_dead_server_by_the_exception_chain(wrapped: bool) -> None:
+    from langchain_openai import ChatOpenAI
+    from reground.tools.chat import model_failure
+
+    url = "http://127.0.0.1:9/v1"
+    model = ChatOpenAI(base_url=url, api_key="x", model="local")  # type: ignore[arg-type]
+    exc = _connection_error(url)
+    if wrapped:
+        try:
+            raise ValueError("could not parse the reply") from exc
+        except ValueError as outer:
+            exc = outer
+    failure = model_failure(model, exc)
+    assert isinstance(failure, LLMUnavailableError) and isinstance(failure, ModelError)
+    assert url in str(failure) and "reground llm serve" in str(failure)
+    assert model_failure(model, RuntimeError("backend exploded")) is None
+
+
+def test_a_timeout_is_a_model_error_the_retry_policy_still_retries() -> None:
+    import httpx
+    import openai
+    from langchain_openai import ChatOpenAI
+    from reground.graph.builder import LLM_RETRY
+    from reground.tools.chat import model_failure
+    from reground.tools.llm import LLMTimeoutError
+
+    model = ChatOpenAI(base_url="http://127.0.0.1:9/v1", api_key="x", model="local")  # type: ignore[arg-type]
+    failure = model_failure(model, openai.APITimeoutError(request=httpx.Request("POST", "http://127.0.0.1:9/v1")))
+    assert isinstance(failure, LLMTimeoutError) and "llm_timeout_s" in str(failure)
+    retry_on = LLM_RETRY.retry_on
+    assert callable(retry_on) and retry_on(failure)
+    assert not retry_on(LLMUnavailableError("down")), "a dead server is not retried"
+
+
+@pytest.mark.parametrize("question", ["", "   ", "\U0001f600\U0001f389", "\x07\x1b\t ?! ...", "\u200b\u200b"])
+def test_a_question_without_letters_or_digits_is_refused_like_an_empty_one(
+    hr_store: Any, hr_store_dir: str, question: str
+) -> None:
+    model = ScriptedChatModel()
+    context = Context(collection="test-hr", data_dir=hr_store_dir)
+    out = _ask(build_graph(chat_model=model, store=hr_store), context, question)
+    result = out["result"]
+    assert result["fallback_reason"] == "empty question" and not result["passed"]
+    assert result["passages"] == [] and model.calls == [], "nothing retrieved, no model called"
+
+
+def test_a_question_in_another_script_is_not_refused(hr_store: Any, hr_store_dir: str) -> None:
+    context = Context(collection="test-hr", data_dir=hr_store_dir)
+    out = _ask(
+        build_graph(chat_model=ScriptedChatModel(), store=hr_store), context, "\u4f11\u5047\u6709\u51e0\u5929\uff1f"
+    )
+    assert out["result"]["fallback_reason"] != "empty question"
+
+
+def _openai_model(server: FakeOpenAI) -> Any:
+    """A real ChatOpenAI against the fake server: the same client and error path as `reground ask`."""
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(base_url=server.url, api_key="x", model="local", max_retries=1)  # type: ignore[arg-type]
+
+
+def test_a_turn_whose_model_dies_mid_answer_leaves_no_user_message_behind(hr_store: Any, hr_store_dir: str) -> None:
+    """Embedders see the same thread rule as the CLI: the next question replaces the failed one."""
+    server = FakeOpenAI().start()
+    context = Context(collection="test-hr", data_dir=hr_store_dir)
+    graph = build_graph(chat_model=_openai_model(server), store=hr_store, checkpointer=InMemorySaver())
+    config = run_config(context, configurable={"thread_id": "t1"})
+
+    def turn(question: str) -> dict[str, Any]:
+        return graph.invoke({"messages": [{"role": "user", "content": question}]}, config=config, context=context)
+
+    try:
+        turn("How much annual leave do I get in Germany?")
+        for _ in range(2):
+            server.restart(mode="die")
+            with pytest.raises(LLMUnavailableError, match=server.url):
+                turn("Can I carry days over?")
+        server.restart(mode="answer")
+        out = turn("Can I carry unused days over?")
+    finally:
+        server.stop()
+    kinds = [(m.type, m.content) for m in out["messages"]]
+    assert [k for k, _ in kinds] == ["human", "ai", "human", "ai"], kinds
+    assert kinds[2][1] == "Can I carry unused days over?"
+    state = graph.get_state(config)
+    assert [h["role"] for h in state.values["history"]] == ["user", "assistant"], "the failed question is not history"
+
+
+def test_a_failed_turn_stays_resumable_until_the_next_question(hr_store: Any, hr_store_dir: str) -> None:
+    server = FakeOpenAI(mode="die").start()
+    context = Context(collection="test-hr", data_dir=hr_store_dir)
+    graph = build_graph(chat_model=_openai_model(server), store=hr_store, checkpointer=InMemorySaver())
+    config = run_config(context, configurable={"thread_id": "t2"})
+    try:
+        with pytest.raises(LLMUnavailableError):
+            graph.invoke({"messages": [{"role": "user", "content": "How much leave?"}]}, config=config, context=context)
+        assert graph.get_state(config).next, "the failed node is pending in the thread's last checkpoint"
+        server.restart(mode="answer")
+        out = graph.invoke(None, config=config, context=context)  # resume the failed node, same input
+    finally:
+        server.stop()
+    assert [m.type for m in out["messages"]] == ["human", "ai"]
+    assert out["result"]["answer"]
+
+
+def test_thread_reducer_replaces_only_unanswered_trailing_user_messages() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+    from reground.graph.thread_messages import add_turn_messages
+
+    h1, a1, failed = HumanMessage("q1", id="h1"), AIMessage("a1", id="a1"), HumanMessage("q2", id="h2")
+    new = HumanMessage("q2 again", id="h3")
+    assert [m.id for m in add_turn_messages([h1, a1, failed], [new])] == ["h1", "a1", "h3"]
+    assert [m.id for m in add_turn_messages([h1, a1, failed], [AIMessage("a2", id="a2")])] == ["h1", "a1", "h2", "a2"]
+    both = [HumanMessage("context", id="c"), HumanMessage("question", id="q")]
+    assert [m.id for m in add_turn_messages([h1, a1], both)] == ["h1", "a1", "c", "q"], "one input may hold several"
+    assert [m.id for m in add_turn_messages([], both)] == ["c", "q"], "a stateless call keeps its whole conversation"
+    assert [m.id for m in add_turn_messages([h1, a1, failed], [RemoveMessage(id="a1")])] == ["h1", "h2"]
+    dict_input = add_turn_messages([h1, a1, failed], {"role": "user", "content": "q2 again"})
+    assert [m.type for m in dict_input] == ["human", "ai", "human"] and dict_input[-1].content == "q2 again"
+
+
+def test_a_conversation_not_ending_in_a_user_message_is_an_input_error(hr_store: Any, hr_store_dir: str) -> None:
+    context = Context(collection="test-hr", data_dir=hr_store_dir)
+    graph = build_graph(chat_model=ScriptedChatModel(), store=hr_store)
+    with pytest.raises(InputError, match="last message must be the user's question"):
+        graph.invoke(
+            {"messages": [{"role": "assistant", "content": "hi"}]}, config=run_config(context), context=context
+        )
