@@ -3,7 +3,9 @@
 Two input formats give the same `Case` / document dicts, so every eval run reports in one format:
 - the converted doc2dial files (`docs.jsonl` + `cases_*.jsonl`, see shared/data/doc2dial/README.md);
 - the official MultiDoc2Dial release (`multidoc2dial_doc.json` + `multidoc2dial_dial_{split}.json`).
-Paths are always arguments; nothing is downloaded.
+Paths are always arguments; nothing is downloaded. The MTRAG-UN files (shared/data/mtrag/) use the
+doc2dial case schema plus labels (`answerability`, `collection`, `multi_turn`, `question_type`), which
+a `Case` keeps so every eval row can be grouped by them.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
@@ -46,6 +48,13 @@ class Case:
     gold_da: str | None = None
     split: str = ""
     source: str = ""
+    # MTRAG-UN labels (None / empty for doc2dial): ANSWERABLE | UNANSWERABLE | UNDERSPECIFIED | PARTIAL,
+    # the document collection the task retrieves from, Follow-up | Clarification | N/A, question types.
+    answerability: str | None = None
+    collection: str | None = None
+    multi_turn: str | None = None
+    question_type: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # any other key of the case row, kept as is
 
     @property
     def is_followup(self) -> bool:
@@ -55,11 +64,28 @@ class Case:
     def history_pairs(self) -> list[tuple[str, str]]:
         return [(t["role"], t["text"]) for t in self.history]
 
+    def labels(self) -> dict[str, Any]:
+        """The case's labels that eval rows carry, to group results by them."""
+        return {
+            "answerability": self.answerability,
+            "collection": self.collection,
+            "multi_turn": self.multi_turn,
+            "question_type": list(self.question_type),
+        }
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The case row (extra keys back at the top level, so load_cases reads the same case)."""
+        row = asdict(self)
+        extra = row.pop("extra")
+        return {**extra, **row}
 
 
 _CASE_FIELDS = {"case_id", "dial_id", "question", "gold_doc_id"}
+_KNOWN_KEYS = {f.name for f in fields(Case)} - {"extra"}
+
+
+def _optional_str(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)
 
 
 def _read_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -79,7 +105,10 @@ def _read_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def case_from_dict(row: dict[str, Any], *, where: str = "") -> Case:
-    """A case from the converted doc2dial schema (extra keys are ignored)."""
+    """A case from the converted doc2dial schema (MTRAG-UN labels read; other keys kept in `extra`).
+
+    A task without reference passages (MTRAG-UN's UNANSWERABLE) has `gold_doc_id` null: it becomes
+    "" with no gold documents, never the string "None"."""
     missing = sorted(_CASE_FIELDS - row.keys())
     if missing:
         raise DatasetError(f"{where}: case is missing {', '.join(missing)} (expected the doc2dial case schema)")
@@ -89,7 +118,9 @@ def case_from_dict(row: dict[str, Any], *, where: str = "") -> Case:
         if role not in ("user", "agent"):
             raise DatasetError(f"{where}: history turn with role {role!r}; expected 'user' or 'agent'")
         history.append(Turn(role=role, text=str(turn.get("text", ""))))
-    gold_doc_ids = list(row.get("gold_doc_ids") or [row["gold_doc_id"]])
+    gold_doc_id = _optional_str(row["gold_doc_id"]) or ""
+    gold_doc_ids = [str(d) for d in row.get("gold_doc_ids") or [gold_doc_id] if d]
+    question_type = row.get("question_type") or []
     return Case(
         case_id=str(row["case_id"]),
         dial_id=str(row["dial_id"]),
@@ -97,15 +128,20 @@ def case_from_dict(row: dict[str, Any], *, where: str = "") -> Case:
         history=history,
         question=str(row["question"]),
         gold_answer=row.get("gold_answer"),
-        gold_doc_id=str(row["gold_doc_id"]),
+        gold_doc_id=gold_doc_id,
         gold_doc_ids=gold_doc_ids,
         gold_span=str(row.get("gold_span") or ""),
         answerable=bool(row.get("answerable", True)),
         gold_span_ids=[str(s) for s in row.get("gold_span_ids") or []],
         gold_doc_in_corpus=bool(row.get("gold_doc_in_corpus", True)),
         gold_da=row.get("gold_da"),
-        split=str(row.get("split", "")),
-        source=str(row.get("source", "")),
+        split=str(row.get("split") or ""),
+        source=str(row.get("source") or ""),
+        answerability=_optional_str(row.get("answerability")),
+        collection=_optional_str(row.get("collection")),
+        multi_turn=_optional_str(row.get("multi_turn")),
+        question_type=[str(q) for q in ([question_type] if isinstance(question_type, str) else question_type)],
+        extra={k: v for k, v in row.items() if k not in _KNOWN_KEYS},
     )
 
 

@@ -226,3 +226,50 @@ def test_multidoc2dial_wrong_file(tmp_path: Path) -> None:
     path.write_text(json.dumps({"something": []}))
     with pytest.raises(DatasetError, match="'doc_data'"):
         load_multidoc2dial(path, path)
+
+
+def test_mtrag_cases_keep_labels_and_tasks_without_passages(tmp_path: Path) -> None:
+    """MTRAG-UN rows: labels read into the case, other keys kept, a null gold document is no document."""
+    answerable = {
+        **_case("m", 7, 2),
+        "task_id": "m<::>7",
+        "gold_span": None,
+        "answerability": "PARTIAL",
+        "collection": "govt",
+        "multi_turn": "Follow-up",
+        "question_type": ["Factoid", "Summarization"],
+    }
+    unanswerable = {
+        **answerable,
+        "case_id": "m_9",
+        "gold_doc_id": None,
+        "gold_doc_ids": [],
+        "gold_doc_in_corpus": False,
+        "answerable": False,
+        "answerability": "UNANSWERABLE",
+        "question_type": "Non-Question",
+    }
+    path = tmp_path / "mtrag.jsonl"
+    path.write_text(json.dumps(answerable) + "\n" + json.dumps(unanswerable) + "\n")
+    first, second = load_cases(path)
+    assert first.labels() == {
+        "answerability": "PARTIAL",
+        "collection": "govt",
+        "multi_turn": "Follow-up",
+        "question_type": ["Factoid", "Summarization"],
+    }
+    assert first.extra == {"extra_key": 1, "task_id": "m<::>7"} and first.gold_span == ""
+    assert second.gold_doc_id == "" and second.gold_doc_ids == [] and not second.gold_doc_in_corpus
+    assert second.answerability == "UNANSWERABLE" and second.question_type == ["Non-Question"]
+    again = load_cases(write_cases_jsonl([first, second], tmp_path / "again.jsonl"))
+    assert again == [first, second]
+    assert json.loads((tmp_path / "again.jsonl").read_text().splitlines()[0])["task_id"] == "m<::>7"
+    # doc2dial rows carry no labels
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(json.dumps(_case("a", 1, 0)) + "\n")
+    assert load_cases(plain)[0].labels() == {
+        "answerability": None,
+        "collection": None,
+        "multi_turn": None,
+        "question_type": [],
+    }
