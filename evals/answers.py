@@ -4,9 +4,16 @@
         --systems naive_rag,reground --out runs/answers
 
 Writes, per system, `OUT/<system>/cases.jsonl` (answer, passages, gold doc in top 3, proxy
-scores, loop counts, LLM calls, tokens, latency, per-case metrics), `OUT/<system>/judges.jsonl`
-when a judge model is given, `OUT/pairwise/<system>__vs__<baseline>.jsonl`, and `OUT/summary.json`.
+scores, loop counts, LLM calls, tokens, latency, per-case metrics, the reply's behaviour and the
+case's labels), `OUT/<system>/judges.jsonl` when a judge model is given,
+`OUT/pairwise/<system>__vs__<baseline>.jsonl`, and `OUT/summary.json`.
 A rerun with the same settings skips finished cases (failed ones are retried).
+
+Labelled cases (MTRAG-UN: `answerability`) are all run, with or without a gold answer or gold
+passages, and the summary adds each system's behaviour per class (`evals/behaviour.py`). When the
+cases name a `collection` and the documents carry that field, each case retrieves only from its own
+collection: a metadata filter `{"collection": case.collection}` (the graph's `metadata_filter`, the
+baselines' `where`), applied at every retrieval stage by the store.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from reground.evals.baselines import BASELINES, run_baseline
+from reground.evals.behaviour import behaviour_of, behaviour_table
 from reground.evals.datasets import Case, load_cases
 from reground.evals.metrics import MetricUnavailableError, load_metric
 from reground.tools.scoring import k_precision, rouge_l, token_f1, token_recall
@@ -43,6 +51,8 @@ SYSTEMS: tuple[str, ...] = (*BASELINES, *GRAPH_SYSTEMS)
 DEFAULT_SYSTEMS = ("naive_rag", "history_rag", "reground")
 JUDGES = ("hallucination", "geval", "rubric", "pairwise")
 TOP_K = 3
+SCOPE_FIELD = "collection"  # a case naming its collection retrieves only from it
+DEFAULT_RELEVANCE_THRESHOLD = 0.5  # when the run's config names no relevance_threshold
 JUDGE_MAX_TOKENS = 320  # room for a few sentences of reasoning before the verdict line
 
 CaseRunner = Callable[[Case], dict[str, Any]]
@@ -149,19 +159,28 @@ def case_record(system: str, case: Case, result: Mapping[str, Any], seconds: flo
         for p in result.get("passages") or []
     ]
     knowledge = [p["text"] for p in passages]
-    gold = case.gold_answer or ""
-    gold_docs = set(case.gold_doc_ids or [case.gold_doc_id])
+    gold = case.gold_answer
+    gold_docs = {d for d in case.gold_doc_ids or [case.gold_doc_id] if d}
+    behaviour, kind_source = behaviour_of(result)
+    relevance = result.get("relevance")
     return {
         "case_id": case.case_id,
         "system": system,
         "question": case.question,
         "history": list(case.history),
+        **case.labels(),
         "answer": answer,
+        "behaviour": behaviour,
+        "kind_source": kind_source,
         "gold_answer": case.gold_answer,
         "gold_doc_id": case.gold_doc_id,
         "passages": passages,
         "retrieved_doc_ids": [p["doc_id"] for p in passages],
-        "gold_in_top3": bool(gold_docs & {p["doc_id"] for p in passages[:TOP_K]}) if passages else False,
+        # None: the case has no gold passages (nothing to find), so it is left out of the mean.
+        "gold_in_top3": (bool(gold_docs & {p["doc_id"] for p in passages[:TOP_K]}) if passages else False)
+        if gold_docs
+        else None,
+        "relevance": None if relevance is None else float(relevance),
         "groundedness": result.get("groundedness"),
         "principle_scores": result.get("principle_scores") or {},
         "passed": result.get("passed"),
@@ -172,11 +191,11 @@ def case_record(system: str, case: Case, result: Mapping[str, Any], seconds: flo
         "prompt_tokens": int(result.get("prompt_tokens") or 0),
         "completion_tokens": int(result.get("completion_tokens") or 0),
         "seconds": round(seconds, 4),
-        "metrics": {
-            "token_f1": token_f1(answer, gold),
-            "recall": token_recall(answer, gold),
+        "metrics": {  # reference metrics are None for a case without a gold answer
+            "token_f1": None if gold is None else token_f1(answer, gold),
+            "recall": None if gold is None else token_recall(answer, gold),
             "k_precision": k_precision(answer, knowledge) if knowledge else 0.0,
-            "rouge_l": rouge_l(answer, gold).fmeasure,
+            "rouge_l": None if gold is None else rouge_l(answer, gold).fmeasure,
             "words": len(answer.split()),
         },
         "error": None,
@@ -241,14 +260,23 @@ def graph_messages(case: Case) -> list[dict[str, str]]:
     return [*turns, {"role": "user", "content": case.question}]
 
 
+def case_scope(case: Case, scope_field: str | None) -> dict[str, Any]:
+    """The metadata filter that keeps a case inside its own collection ({} when unscoped)."""
+    if scope_field != SCOPE_FIELD or not case.collection:
+        return {}
+    return {SCOPE_FIELD: case.collection}
+
+
 def graph_runner(
     system: str,
     *,
     chat_model: BaseChatModel | None,
     store: Any,
     base_context: Mapping[str, Any],
+    scope_field: str | None = None,
 ) -> CaseRunner:
-    """The full graph (or an ablation) as a case runner; the result is the graph's TurnResult."""
+    """The full graph (or an ablation) as a case runner; the result is the graph's TurnResult.
+    With a scope field, each case's collection is added to the context's `metadata_filter`."""
     from reground.graph.builder import build_graph, run_config
     from reground.graph.context import Context
 
@@ -256,13 +284,23 @@ def graph_runner(
     graph = build_graph(chat_model=chat_model, store=store)
 
     def run(case: Case) -> dict[str, Any]:
-        out = graph.invoke({"messages": graph_messages(case)}, context=context, config=run_config(context))
+        scope = case_scope(case, scope_field)
+        ctx = dataclasses.replace(context, metadata_filter={**context.metadata_filter, **scope}) if scope else context
+        out = graph.invoke({"messages": graph_messages(case)}, context=ctx, config=run_config(ctx))
         return dict(out["result"])
 
     return run
 
 
-def baseline_runner(system: str, *, chat_model: BaseChatModel, store: Any) -> CaseRunner:
+def baseline_runner(
+    system: str,
+    *,
+    chat_model: BaseChatModel,
+    store: Any,
+    scope_field: str | None = None,
+    where: Mapping[str, Any] | None = None,
+) -> CaseRunner:
+    """A baseline as a case runner; `where` (the run's filter) plus the case's scope filter retrieval."""
     retriever = None
     if system != "no_retrieval":
         from reground.tools.retrieval import HybridRetriever
@@ -270,7 +308,10 @@ def baseline_runner(system: str, *, chat_model: BaseChatModel, store: Any) -> Ca
         retriever = HybridRetriever(store)
 
     def run(case: Case) -> dict[str, Any]:
-        return run_baseline(system, chat_model, retriever, history=case.history, question=case.question)
+        scope = {**dict(where or {}), **case_scope(case, scope_field)}
+        return run_baseline(
+            system, chat_model, retriever, history=case.history, question=case.question, where=scope or None
+        )
 
     return run
 
@@ -286,6 +327,11 @@ def load_eval_model(spec: str, max_tokens: int = 160) -> BaseChatModel:
 # --- metrics, judges and the summary --------------------------------------------------------------
 
 
+def _scored(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Rows with a gold answer: the only ones reference metrics mean anything on."""
+    return [r for r in rows if r.get("gold_answer") is not None]
+
+
 def _mean(values: Iterable[float | int | None]) -> float | None:
     kept = [float(v) for v in values if v is not None]
     return float(np.mean(kept)) if kept else None
@@ -297,6 +343,7 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
 
 def corpus_metrics(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The reference metrics of finished rows, through the project's evaluate modules."""
+    rows = _scored(rows)
     if not rows:
         return {}
     predictions = [str(r["answer"]) for r in rows]
@@ -319,15 +366,17 @@ def corpus_metrics(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def system_summary(rows: Sequence[Mapping[str, Any]], judges: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
-    """Everything the report tables show for one system."""
+    """Everything the report tables show for one system (reference metrics over the cases with a
+    gold answer, `n_scored`; gold doc in top 3 over the cases with gold passages)."""
     ok = [r for r in rows if not r.get("error")]
     seconds = [float(r["seconds"]) for r in ok]
     summary: dict[str, Any] = {
         "n_cases": len(rows),
         "n_errors": len(rows) - len(ok),
+        "n_scored": len(_scored(ok)),
         **corpus_metrics(ok),
         "words": _mean(r["metrics"]["words"] for r in ok),
-        "gold_in_top3": _mean(float(r["gold_in_top3"]) for r in ok),
+        "gold_in_top3": _mean(None if r.get("gold_in_top3") is None else float(r["gold_in_top3"]) for r in ok),
         "llm_calls": _mean(r["llm_calls"] for r in ok),
         "prompt_tokens": _mean(r["prompt_tokens"] for r in ok),
         "completion_tokens": _mean(r["completion_tokens"] for r in ok),
@@ -339,6 +388,10 @@ def system_summary(rows: Sequence[Mapping[str, Any]], judges: Sequence[Mapping[s
         "passed": _mean(None if r.get("passed") is None else float(r["passed"]) for r in ok),
         "fallbacks": sum(1 for r in ok if r.get("fallback_reason")),
     }
+    behaviour = behaviour_table(ok)
+    if behaviour:
+        summary["behaviour"] = behaviour
+        summary["behaviour_source"] = {s: sum(1 for r in ok if r.get("kind_source") == s) for s in ("graph", "rule")}
     if judges:
         from reground.evals.judges import summarize_values
 
@@ -461,6 +514,27 @@ def run_pairwise(
     return {"a": system, "b": baseline, **J.summarize_pairwise(judged)}
 
 
+def relevance_threshold_of(config: Mapping[str, Any]) -> tuple[float, str]:
+    """(threshold, source) the graph judged relevance by: a `--set relevance_threshold=` override,
+    else the Context default recorded when the run started, else DEFAULT_RELEVANCE_THRESHOLD."""
+    override = (config.get("context_overrides") or {}).get("relevance_threshold")
+    if override is not None:
+        return float(override), "context override"
+    if config.get("context_relevance_threshold") is not None:
+        return float(config["context_relevance_threshold"]), "context default"
+    return DEFAULT_RELEVANCE_THRESHOLD, "default"
+
+
+def _context_default(name: str) -> Any:
+    """A Context field's default, without building a Context (None if the field does not exist)."""
+    from reground.graph.context import Context
+
+    for f in dataclasses.fields(Context):
+        if f.name == name:
+            return None if f.default is dataclasses.MISSING else f.default
+    return None
+
+
 def _rows_from_file(out_dir: Path, system: str, wanted: set[str]) -> list[dict[str, Any]]:
     rows = latest_by_case(read_jsonl(out_dir / system / "cases.jsonl"))
     return [row for cid, row in rows.items() if cid in wanted]
@@ -475,12 +549,20 @@ def summarize_run(out_dir: str | Path, case_ids: Iterable[str]) -> dict[str, Any
     wanted = set(case_ids)
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))
     systems = [s for s in config.get("systems", []) if (out / s / "cases.jsonl").is_file()]
+    from reground.evals.correlation import relevance_report
+
+    threshold, threshold_source = relevance_threshold_of(config)
     per_system = {}
     for name in systems:
         judged = latest_by_case(read_jsonl(out / name / "judges.jsonl"))
-        per_system[name] = system_summary(
-            _rows_from_file(out, name, wanted), [j for cid, j in judged.items() if cid in wanted]
-        )
+        rows = _rows_from_file(out, name, wanted)
+        per_system[name] = system_summary(rows, [j for cid, j in judged.items() if cid in wanted])
+        if name in GRAPH_SYSTEMS or any(r.get("relevance") is not None for r in rows):
+            per_system[name]["correlations"] = relevance_report(
+                [r for r in rows if not r.get("error")],
+                threshold=threshold,
+                threshold_source=threshold_source,
+            )
     pairwise: dict[str, Any] = {}
     for path in sorted((out / "pairwise").glob("*__vs__*.jsonl")):
         a, b = path.stem.split("__vs__", 1)
@@ -503,10 +585,11 @@ def summarize_run(out_dir: str | Path, case_ids: Iterable[str]) -> dict[str, Any
 def _check_config(out_dir: Path, config: dict[str, Any]) -> None:
     """A rerun must use the same cases and models, or finished rows would mix with others."""
     path = out_dir / "config.json"
-    keys = ("cases", "docs", "limit", "seed", "only_followups", "chat_model")
+    keys = ("cases", "docs", "limit", "seed", "only_followups", "chat_model", "only_with_answer", "case_scope")
+    defaults = {"only_with_answer": True, "case_scope": None}  # what runs written before these keys did
     if path.is_file():
         old = json.loads(path.read_text(encoding="utf-8"))
-        changed = [k for k in keys if old.get(k) != config.get(k)]
+        changed = [k for k in keys if old.get(k, defaults.get(k)) != config.get(k, defaults.get(k))]
         if changed:
             raise EvalRunError(
                 f"{out_dir} holds a run with other settings ({', '.join(changed)} differ): "
@@ -518,6 +601,39 @@ def _check_config(out_dir: Path, config: dict[str, Any]) -> None:
     path.write_text(json.dumps(merged, indent=2), encoding="utf-8")
 
 
+def _docs_have_field(docs_path: Path, name: str) -> bool:
+    """Whether the documents carry a metadata field (so a filter on it can match anything)."""
+    from reground.evals.datasets import load_corpus
+
+    return any(name in doc["metadata"] for doc in load_corpus(docs_path))
+
+
+def _case_scope_field(cases: Sequence[Case], docs_path: Path, enabled: bool) -> str | None:
+    """SCOPE_FIELD when cases name their collection and the documents carry it, else None.
+    Cases with collections over documents without the field is an error: every search would be empty."""
+    if not enabled or not any(c.collection for c in cases):
+        return None
+    if not _docs_have_field(docs_path, SCOPE_FIELD):
+        raise EvalRunError(
+            f"the cases name a {SCOPE_FIELD!r} but no document in {docs_path} has that field: "
+            f"add it to the documents, or pass --no-case-scope to search all documents for every case"
+        )
+    return SCOPE_FIELD
+
+
+def _check_scored(summary: Mapping[str, Any], names: Sequence[str], out: Path) -> None:
+    """A system that scored no case is a failed run, not a table of zeros."""
+    for name in names:
+        s = summary["systems"].get(name) or {}
+        if s.get("n_cases", 0) - s.get("n_errors", 0) <= 0:
+            first = next((r["error"] for r in read_jsonl(out / name / "cases.jsonl") if r.get("error")), None)
+            raise EvalRunError(
+                f"system {name!r} scored 0 of {s.get('n_cases', 0)} cases"
+                + (f" (first error: {first})" if first else "")
+                + f": see {out / name / 'cases.jsonl'}, fix the cause and rerun (failed cases are retried)"
+            )
+
+
 def run_answers_eval(
     docs: str | Path,
     cases: str | Path,
@@ -526,6 +642,8 @@ def run_answers_eval(
     limit: int | None = 100,
     seed: int | None = 0,
     only_followups: bool = False,
+    all_cases: bool | None = None,
+    case_scope: bool = True,
     out_dir: str | Path,
     chat_model_spec: str = "local:default",
     judge_model_spec: str | None = None,
@@ -540,9 +658,13 @@ def run_answers_eval(
     chunk_tokens: int = 160,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Run the systems over a seeded sample of cases with a gold answer; returns the summary.
+    """Run the systems over a seeded sample of cases; returns the summary.
 
+    Cases without a gold answer are left out unless `all_cases` (None: only when the cases carry
+    answerability labels, as MTRAG-UN's do: the behaviour table needs every task). `case_scope`
+    keeps each case inside its own `collection` when the cases and documents name one.
     `chat_model` / `judge_model` / `store` are instances that replace the specs (tests, notebooks).
+    Raises EvalRunError when no case is selected or a system scores none.
     """
     docs_path, cases_path, out = Path(docs), Path(cases), Path(out_dir)
     names = parse_systems(systems)
@@ -552,19 +674,34 @@ def run_answers_eval(
     bad_judges = [j for j in judges if j not in JUDGES]
     if bad_judges:
         raise EvalRunError(f"unknown judges {bad_judges}: choose from {', '.join(JUDGES)}")
-    selected = load_cases(cases_path, limit=limit, seed=seed, only_with_answer=True, only_followups=only_followups)
+    every = load_cases(cases_path)
+    if all_cases is None:
+        all_cases = any(c.answerability for c in every)
+    selected = load_cases(
+        cases_path, limit=limit, seed=seed, only_with_answer=not all_cases, only_followups=only_followups
+    )
+    if not selected:
+        raise EvalRunError(
+            f"no cases to run in {cases_path} (only_followups={only_followups}, "
+            f"only with a gold answer={not all_cases}, limit={limit}): choose other filters or another cases file"
+        )
+    scope_field = _case_scope_field(selected, docs_path, case_scope)
     config = {
         "docs": str(docs_path.resolve()),
         "cases": str(cases_path.resolve()),
         "limit": limit,
         "seed": seed,
         "only_followups": only_followups,
+        "only_with_answer": not all_cases,
+        "case_scope": scope_field,
         "chat_model": chat_model_spec if chat_model is None else f"instance:{type(chat_model).__name__}",
         "judge_model": judge_model_spec if judge_model is None else f"instance:{type(judge_model).__name__}",
         "systems": names,
         "n_cases": len(selected),
         "context_overrides": dict(context_overrides or {}),
     }
+    if any(n in GRAPH_SYSTEMS for n in names):
+        config["context_relevance_threshold"] = _context_default("relevance_threshold")
     _check_config(out, config)
 
     base_context: dict[str, Any] = {"chat_model": chat_model_spec, **dict(context_overrides or {})}
@@ -582,9 +719,17 @@ def run_answers_eval(
     all_rows: dict[str, list[dict[str, Any]]] = {}
     for name in names:
         if name in GRAPH_SYSTEMS:
-            runner = graph_runner(name, chat_model=chat_model, store=store, base_context=base_context)
+            runner = graph_runner(
+                name, chat_model=chat_model, store=store, base_context=base_context, scope_field=scope_field
+            )
         else:
-            runner = baseline_runner(name, chat_model=model, store=store)
+            runner = baseline_runner(
+                name,
+                chat_model=model,
+                store=store,
+                scope_field=scope_field,
+                where=base_context.get("metadata_filter"),
+            )
         all_rows[name] = run_system(name, selected, runner, out, workers=workers, progress=progress)
 
     if judge_model is not None or judge_model_spec:
@@ -613,4 +758,6 @@ def run_answers_eval(
                     progress=progress,
                 )
 
-    return summarize_run(out, wanted)
+    summary = summarize_run(out, wanted)
+    _check_scored(summary, names, out)
+    return summary

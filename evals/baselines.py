@@ -9,7 +9,10 @@ itself.
 Retrieval is the same LLM-free stack the graph uses (`HybridRetriever`), so the comparison
 isolates what the graph adds: refinement, keywords, rerank, self-check and the two loops. Every
 baseline returns a dict shaped like the graph's `TurnResult`, with LLM calls and tokens counted
-from the AIMessage usage metadata through the same `CallStats` the nodes use.
+from the AIMessage usage metadata through the same `CallStats` the nodes use. A metadata filter
+(`where`, e.g. a case's `{"collection": "govt"}`) scopes their retrieval as `metadata_filter` scopes
+the graph's. Baselines say nothing about what kind of reply they gave: `evals/behaviour.py` classifies
+their text (answer / abstain / clarify) by a stated rule.
 """
 
 from __future__ import annotations
@@ -119,12 +122,13 @@ def run_baseline(
     *,
     history: Sequence[Mapping[str, str]],
     question: str,
+    where: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One case through one baseline by name."""
+    """One case through one baseline by name; `where` filters retrieval by document metadata."""
     if name == "no_retrieval":
         return no_retrieval(model, history=history, question=question)
     if name not in ("naive_rag", "history_rag"):
         raise ValueError(f"unknown baseline {name!r}: expected one of {', '.join(BASELINES)}")
     if retriever is None:
         raise ValueError(f"baseline {name!r} needs a retriever over the document store")
-    return rag(model, retriever, history=history, question=question, use_history=name == "history_rag")
+    return rag(model, retriever, history=history, question=question, use_history=name == "history_rag", where=where)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 from reground.evals.answers import latest_by_case, read_jsonl
+from reground.tools.errors import DataError
 from reground.tools.paths import CALIBRATION_FILE, read_calibrated_threshold
 from reground.tools.paths import data_dir as default_data_dir
 
@@ -26,15 +27,17 @@ REPO_RESULTS = Path(__file__).resolve().parent / "results"
 PERCENTILE = 5.0
 
 
-class CalibrationError(ValueError):
-    """The run cannot calibrate (no scores, no correct retrievals); the message says what to run."""
+class CalibrationError(DataError, ValueError):
+    """The run cannot calibrate (no scores, no correct retrievals): its data is missing (exit 3); the
+    message says what to run."""
 
 
 def calibrated_threshold(rows: Sequence[Mapping[str, Any]], percentile: float = PERCENTILE) -> dict[str, Any]:
     """The threshold and what it was computed from, over rows with the gold document retrieved."""
     scored = [r for r in rows if not r.get("error") and r.get("groundedness") is not None]
     correct = [float(r["groundedness"]) for r in scored if r.get("gold_in_top3")]
-    wrong = [float(r["groundedness"]) for r in scored if not r.get("gold_in_top3")]
+    # gold_in_top3 None: a case without gold passages (MTRAG-UN's unanswerable) is neither.
+    wrong = [float(r["groundedness"]) for r in scored if r.get("gold_in_top3") is False]
     if not correct:
         raise CalibrationError(
             "no answers with a groundedness score and the gold document retrieved: run "

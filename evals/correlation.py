@@ -4,6 +4,14 @@ For every system of an answers run, Spearman and Kendall correlation (via the `c
 module) of each proxy the graph optimises — the three principle scores and the groundedness — with
 each final metric: token F1, K-Precision, Recall, ROUGE-L and, when judged, the judge scores.
 Writes `RUN/correlation.json`.
+
+Issue 11's question for the graph's answer-relevance signal (`result["relevance"]`, 0-1) is narrower:
+is it worth a loop? `relevance_report` gives, per system, its Spearman correlation with token F1 and
+K-Precision beside the old proxy's (`principle_scores["relevance"]`, ROUGE-L of the answer vs the
+question and history), and the mean token F1 of the cases under the threshold vs at or above it: a
+signal is worth a loop only if answers under its threshold have clearly lower F1. Labelled cases
+(MTRAG-UN) count only when answerable (ANSWERABLE / PARTIAL): against a reference refusal or
+clarifying question, token F1 says nothing about an answer's relevance.
 """
 
 from __future__ import annotations
@@ -17,7 +25,9 @@ from typing import Any
 from reground.evals.answers import latest_by_case, read_jsonl
 from reground.evals.metrics import load_metric
 
-PROXIES = ("specificity", "faithfulness", "relevance", "groundedness")
+PROXIES = ("specificity", "faithfulness", "relevance", "groundedness", "answer_relevance")
+RELEVANCE_FINALS = ("token_f1", "k_precision")
+ANSWERED = ("ANSWERABLE", "PARTIAL")
 FINALS = (
     "token_f1",
     "k_precision",
@@ -37,8 +47,11 @@ def case_values(row: Mapping[str, Any], judge: Mapping[str, Any] | None = None) 
             values[name] = float(value)
     if row.get("groundedness") is not None:
         values["groundedness"] = float(row["groundedness"])
+    if row.get("relevance") is not None:
+        values["answer_relevance"] = float(row["relevance"])
     for name in ("token_f1", "k_precision", "recall", "rouge_l"):
-        values[name] = float(row["metrics"][name])
+        if row["metrics"].get(name) is not None:  # None: the case has no gold answer
+            values[name] = float(row["metrics"][name])
     if judge:
         if judge.get("hallucination") is not None:
             values["faithful"] = 0.0 if judge["hallucination"] else 1.0
@@ -87,3 +100,57 @@ def correlation_report(run_dir: str | Path, systems: Sequence[str] | None = None
     }
     (run / "correlation.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     return report
+
+
+def _spearman(pairs: Sequence[tuple[float, float]]) -> dict[str, Any]:
+    """{spearman, spearman_p, n} through the correlation module (None when fewer than 3 or constant)."""
+    if len(pairs) < 3:
+        return {"spearman": None, "spearman_p": None, "n": len(pairs)}
+    xs, ys = zip(*pairs, strict=True)
+    result = load_metric("correlation").compute(predictions=list(xs), references=list(ys))
+    clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in result.items()}
+    return {"spearman": clean["spearman"], "spearman_p": clean["spearman_p"], "n": len(pairs)}
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def relevance_report(
+    rows: Sequence[Mapping[str, Any]], *, threshold: float, threshold_source: str = "default"
+) -> dict[str, Any]:
+    """The answer-relevance signal vs the old proxy, and F1 under vs over the threshold (see above)."""
+    labelled = any(r.get("answerability") for r in rows)
+    cases = [
+        r
+        for r in rows
+        if not r.get("error")
+        and (r.get("metrics") or {}).get("token_f1") is not None
+        and (not labelled or r.get("answerability") in ANSWERED)
+    ]
+    signals = {
+        "relevance": lambda r: r.get("relevance"),
+        "relevance_proxy": lambda r: (r.get("principle_scores") or {}).get("relevance"),
+    }
+    out: dict[str, Any] = {"cases": "+".join(ANSWERED) if labelled else "with a gold answer", "n": len(cases)}
+    for name, get in signals.items():
+        scored = [(float(v), r) for r in cases if (v := get(r)) is not None]
+        out[name] = (
+            {final: _spearman([(v, float(r["metrics"][final])) for v, r in scored]) for final in RELEVANCE_FINALS}
+            if scored
+            else None
+        )
+    pairs = [(float(r["relevance"]), float(r["metrics"]["token_f1"])) for r in cases if r.get("relevance") is not None]
+    below = [f1 for v, f1 in pairs if v < threshold]
+    above = [f1 for v, f1 in pairs if v >= threshold]
+    f1_below, f1_above = _mean(below), _mean(above)
+    out["threshold"] = {
+        "value": threshold,
+        "source": threshold_source,
+        "n_below": len(below),
+        "f1_below": f1_below,
+        "n_at_or_above": len(above),
+        "f1_at_or_above": f1_above,
+        "f1_gap": None if f1_below is None or f1_above is None else f1_above - f1_below,
+    }
+    return out

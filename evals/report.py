@@ -3,7 +3,9 @@
     reground eval report --runs runs/retrieval runs/answers --out runs/report
 
 A run directory is recognised by its `summary.json`: a retrieval run has `recall@k` per system,
-an answers run has `"kind": "answers"` and per-system `<system>/cases.jsonl` files.
+an answers run has `"kind": "answers"` and per-system `<system>/cases.jsonl` files. Answers runs on
+labelled cases (MTRAG-UN) add the behaviour per class (table and stacked bars), and graph systems
+the answer-relevance signal's correlations (issue 11).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from reground.evals.answers import latest_by_case, read_jsonl
+from reground.evals.behaviour import ANSWERABILITY, KINDS
 from reground.evals.correlation import FINALS, PROXIES, correlation_report
 from reground.tools.errors import InputError
 
@@ -58,6 +61,16 @@ BAR_METRICS = (
     ("meteor", "METEOR"),
     ("bleu1", "BLEU-1"),
 )
+
+
+# What each MTRAG-UN class expects (shared/data/mtrag/README.md).
+EXPECTED = {
+    "ANSWERABLE": "answer",
+    "UNANSWERABLE": "abstain",
+    "UNDERSPECIFIED": "clarify",
+    "PARTIAL": "answer (the covered part)",
+}
+KIND_COLOURS = {"answer": "#4c72b0", "abstain": "#dd8452", "clarify": "#55a868"}
 
 
 class ReportError(InputError):
@@ -204,6 +217,7 @@ def plot_proxy_vs_final(rows: Mapping[str, Sequence[Mapping[str, Any]]], path: P
                     for r in rs
                     if (v := r.get(proxy) if proxy == "groundedness" else (r.get("principle_scores") or {}).get(proxy))
                     is not None
+                    and r["metrics"].get(final) is not None
                 ]
                 if points:
                     xs, ys = zip(*points, strict=True)
@@ -216,6 +230,112 @@ def plot_proxy_vs_final(rows: Mapping[str, Sequence[Mapping[str, Any]]], path: P
             else:
                 ax.text(0.5, 0.5, "no scores in these runs", ha="center", va="center", color="grey")
     return _save(fig, path)
+
+
+def _classes(answers: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    found = {c for m in answers.values() for c in (m.get("behaviour") or {})}
+    return [c for c in ANSWERABILITY if c in found] + sorted(found - set(ANSWERABILITY))
+
+
+def plot_behaviour(answers: Mapping[str, Mapping[str, Any]], path: Path) -> str:
+    """One panel per answerability class: a bar per system, stacked answer / abstain / clarify."""
+    classes = _classes(answers)
+    names = [n for n, m in answers.items() if m.get("behaviour")]
+    fig, axes = plt.subplots(1, len(classes), figsize=(max(3.2, 1.0 + 1.2 * len(names)) * len(classes), 4.6))
+    axes = list(axes) if len(classes) > 1 else [axes]
+    for ax, label in zip(axes, classes, strict=True):
+        bottoms = [0.0] * len(names)
+        for kind in KINDS:
+            ys = [float(((answers[n].get("behaviour") or {}).get(label) or {}).get(kind) or 0.0) for n in names]
+            bars = ax.bar(range(len(names)), ys, bottom=bottoms, color=KIND_COLOURS[kind], label=kind)
+            ax.bar_label(bars, labels=[f"{y:.2f}" if y >= 0.08 else "" for y in ys], label_type="center", fontsize=7)
+            bottoms = [b + y for b, y in zip(bottoms, ys, strict=True)]
+        counts = [((answers[n].get("behaviour") or {}).get(label) or {}).get("n", 0) for n in names]
+        ax.set_xticks(range(len(names)), [f"{n}\n(n={c})" for n, c in zip(names, counts, strict=True)], fontsize=7)
+        ax.set(ylim=(0, 1.02), title=f"{label}\nexpected: {EXPECTED.get(label, '?')}")
+        ax.title.set_fontsize(9)
+    axes[0].set_ylabel("share of replies")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(KINDS), fontsize=8)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name
+
+
+def _behaviour_table(answers: Mapping[str, Mapping[str, Any]]) -> str:
+    """system × class: n, the three shares, and token F1 / gold in passages where a class has them."""
+    lines = [
+        "| system | class (expected) | n | answer | abstain | clarify | token F1 | gold in passages |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for label in _classes(answers):
+        for name, m in answers.items():
+            row = (m.get("behaviour") or {}).get(label)
+            if not row:
+                continue
+            cells = [
+                name,
+                f"{label} ({EXPECTED.get(label, '?')})",
+                str(row["n"]),
+                *(_fmt(row.get(k), ".2f") for k in KINDS),
+                _fmt(row.get("token_f1"), ".3f"),
+                _fmt(row.get("gold_in_passages"), ".3f"),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _behaviour_source_line(answers: Mapping[str, Mapping[str, Any]]) -> str:
+    parts = []
+    for name, m in answers.items():
+        src = m.get("behaviour_source")
+        if src:
+            parts.append(f"{name}: {src.get('graph', 0)} from the graph's `kind`, {src.get('rule', 0)} by the rule")
+    return "Where each class came from — " + "; ".join(parts) + "." if parts else ""
+
+
+def _spearman_cell(cell: Mapping[str, Any] | None) -> str:
+    if not cell or cell.get("spearman") is None:
+        return "–" if not cell else f"– (n={cell.get('n', 0)})"
+    return f"{cell['spearman']:.2f} (n={cell['n']})"
+
+
+def _relevance_table(answers: Mapping[str, Mapping[str, Any]]) -> str:
+    """Per system: the signal's and the old proxy's Spearman with token F1 / K-Precision, and F1 by
+    side of the threshold."""
+    rows = [(n, m["correlations"]) for n, m in answers.items() if m.get("correlations")]
+    if not rows:
+        return ""
+    lines = [
+        "| system | cases | signal | Spearman vs token F1 | Spearman vs K-Precision |",
+        "|---|---|---|---|---|",
+    ]
+    for name, c in rows:
+        for key, title in (("relevance", "`result.relevance`"), ("relevance_proxy", "old proxy (ROUGE-L)")):
+            block = c.get(key)
+            if block is None:
+                lines.append(f"| {name} | {c.get('cases')} | {title} | not in this run | – |")
+                continue
+            cells = [_spearman_cell(block.get("token_f1")), _spearman_cell(block.get("k_precision"))]
+            lines.append(f"| {name} | {c.get('cases')} | {title} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "| system | threshold | cases below | token F1 below | cases at or above | token F1 at or above | gap |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, c in rows:
+        t = c.get("threshold") or {}
+        cells = [
+            f"{t.get('value')} ({t.get('source')})",
+            str(t.get("n_below", 0)),
+            _fmt(t.get("f1_below"), ".3f"),
+            str(t.get("n_at_or_above", 0)),
+            _fmt(t.get("f1_at_or_above"), ".3f"),
+            _fmt(t.get("f1_gap"), "+.3f"),
+        ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 # --- the report -----------------------------------------------------------------------------------
@@ -361,6 +481,33 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
                 cells = [p["A"], p["B"], p["tie"], p["order_disagreements"], p["unparseable"]]
                 lines.append(f"| {label} | " + " | ".join(str(c) for c in cells) + " |")
             lines.append("")
+        if any(m.get("behaviour") for m in answers.values()):
+            lines += [
+                "## Answer, abstain or ask (behaviour per answerability class)",
+                "",
+                "Share of replies per class: graph systems report their own `kind`; baseline replies are "
+                "classified by the rule in `evals/behaviour.py`. Token F1 and gold in passages only where "
+                "the class has a reference answer.",
+                "",
+                _behaviour_table(answers),
+                "",
+            ]
+            source = _behaviour_source_line(answers)
+            lines += [source, ""] if source else []
+            lines += [f"![behaviour]({plot_behaviour(answers, out / 'behaviour.png')})", ""]
+        relevance = _relevance_table(answers)
+        if relevance:
+            lines += [
+                "## Answer relevance: is the signal worth a loop?",
+                "",
+                "Spearman correlation of the graph's `result.relevance` and of the old proxy "
+                "(`principle_scores.relevance`) with token F1 and K-Precision, and mean token F1 under vs at or "
+                "above the relevance threshold: a signal is worth a loop only if answers under its threshold "
+                "have clearly lower F1.",
+                "",
+                relevance,
+                "",
+            ]
         lines += ["## Loops, cost and latency", "", _table(list(answers.items()), LOOP_COLUMNS), ""]
         lines += [
             f"![loops and LLM calls]({plot_histograms(rows, out / 'loops_llm_calls.png')})",

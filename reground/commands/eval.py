@@ -41,7 +41,11 @@ def add_commands(subparsers: Any) -> None:
         description=f"Systems: {', '.join(SYSTEMS)}. Judges: {', '.join(JUDGES)}.",
     )
     p.add_argument("--docs", required=True, help="documents .jsonl")
-    p.add_argument("--cases", required=True, help="cases .jsonl (only cases with a gold answer are used)")
+    p.add_argument(
+        "--cases",
+        required=True,
+        help="cases .jsonl (cases with a gold answer; every case when they carry answerability labels)",
+    )
     p.add_argument("--limit", type=_limit, default=100, help="sample size (default 100; 0 = all)")
     p.add_argument(
         "--seed",
@@ -50,6 +54,18 @@ def add_commands(subparsers: Any) -> None:
         help="sampling seed (default 0); 'none' = the first --limit cases in file order",
     )
     p.add_argument("--followups-only", action="store_true", help="only turns that follow earlier dialogue")
+    p.add_argument(
+        "--all-cases",
+        action="store_true",
+        default=None,
+        help="also run cases without a gold answer (default: only when the cases carry answerability labels)",
+    )
+    p.add_argument(
+        "--no-case-scope",
+        dest="case_scope",
+        action="store_false",
+        help="search all documents for every case (default: a case naming a collection searches only it)",
+    )
     p.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS), help="comma-separated systems")
     p.add_argument("--out", required=True, help="output directory (resumable: reruns skip finished cases)")
     p.add_argument("--model", default="local:default", help="chat model spec (default local:default)")
@@ -157,6 +173,8 @@ def _answers(args: argparse.Namespace) -> int:
             limit=args.limit,
             seed=args.seed,
             only_followups=args.followups_only,
+            all_cases=args.all_cases,
+            case_scope=args.case_scope,
             out_dir=args.out,
             chat_model_spec=args.model,
             judge_model_spec=args.judge_model,
@@ -179,6 +197,9 @@ def _answers(args: argparse.Namespace) -> int:
     for name, metrics in summary["systems"].items():
         shown = ", ".join(f"{k}={metrics[k]:.3f}" for k in keys if isinstance(metrics.get(k), int | float))
         print(f"{name}: {shown}")
+        for label, row in (metrics.get("behaviour") or {}).items():
+            shares = ", ".join(f"{k}={row[k]:.2f}" for k in ("answer", "abstain", "clarify"))
+            print(f"  {label} (n={row['n']}): {shares}")
     print(f"wrote {Path(args.out) / 'summary.json'}")
     return 0
 

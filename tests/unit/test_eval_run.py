@@ -354,8 +354,16 @@ def test_cli_handlers(files: tuple[Path, Path], tmp_path: Path, capsys: pytest.C
     assert summary["systems"]["naive_rag"]["n_cases"] == 2
 
     def main(*argv: str) -> int:
+        """As `reground` runs a handler: a RegroundError becomes one line on stderr and its exit code."""
+        from reground.tools.errors import RegroundError
+
+        from reground.cli import report_error
+
         args = parser.parse_args(list(argv))
-        return int(args.func(args))
+        try:
+            return int(args.func(args))
+        except RegroundError as exc:
+            return report_error(exc)
 
     retrieval = tmp_path / "retrieval"
     data = tmp_path / "data"
@@ -365,7 +373,7 @@ def test_cli_handlers(files: tuple[Path, Path], tmp_path: Path, capsys: pytest.C
     text = (tmp_path / "rep" / "report.md").read_text()
     assert "## Retrieval (document level)" in text and "| bm25_history |" in text and "## Answers" in text
     assert main("eval", "correlation", "--run", str(run)) == 0
-    assert main("eval", "calibrate", "--run", str(run), "--system", "reground") == 1
+    assert main("eval", "calibrate", "--run", str(run), "--system", "reground") == 3  # the run lacks the data
     assert "reground/cases.jsonl not found" in capsys.readouterr().err
     assert (
         main(
@@ -380,7 +388,7 @@ def test_cli_handlers(files: tuple[Path, Path], tmp_path: Path, capsys: pytest.C
             "--systems",
             "nope",
         )
-        == 1
+        == 2  # bad input
     )
     assert "choose from" in capsys.readouterr().err
     args = parser.parse_args(
