@@ -20,13 +20,18 @@ class InputError(RegroundError, ValueError):
     exit_code = 2
 
 
-class DataError(RegroundError):
+# DataError and ModelError are also RuntimeErrors (as InputError is a ValueError): `langgraph dev` / LangGraph
+# Platform send an SDK client the message only of exceptions in the builtin families; anything else reaches
+# the client as "An internal error occurred" (langgraph_api/serde.py). These messages are meant to be read.
+
+
+class DataError(RegroundError, RuntimeError):
     """The documents or the store: a missing or empty collection, an unknown metadata field, a bad file."""
 
     exit_code = 3
 
 
-class ModelError(RegroundError):
+class ModelError(RegroundError, RuntimeError):
     """A chat or embedding model that is down, unreachable, or died mid-answer."""
 
     exit_code = 4

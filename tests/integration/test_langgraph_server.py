@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-from servers import REPO, LanggraphDev, LocalLLM, openai_base, start_langgraph_dev, start_local_llm
+from servers import REPO, LanggraphDev, LocalLLM, free_port, openai_base, start_langgraph_dev, start_local_llm
 
 pytestmark = pytest.mark.integration
 
@@ -376,9 +376,94 @@ def test_bad_context_fails_the_run_clearly_and_the_server_stays_up(
     runs = client.runs.list(thread_id)
     assert runs and runs[0]["status"] == "error"
     assert httpx.get(f"{server.url}/ok").status_code == 200
-    # The thread is still usable with good settings.
+    # The thread is still usable with good settings, and the failed turn left no second user message.
     output = client.runs.wait(thread_id, aid, input=user(TURNS[0]), context=FAST)
     assert output["result"]["answer"]
+    assert [role for role, _ in message_texts(client.threads.get_state(thread_id))] == ["human", "ai"]
+
+
+SDK_ERRORS = [
+    ({"collection": "no-such-collection"}, TURNS[0], "CollectionNotFoundError", ("no-such-collection", "test-hr")),
+    ({"metadata_filter": {"country": {"$regex": "D"}}}, TURNS[0], "MetadataFilterError", ("$regex",)),
+    ({"metadata_filter": {"team": "x"}}, TURNS[0], "UnknownMetadataFieldError", ("team", "country")),
+    ({"metadata_filter": ["DE"]}, TURNS[0], "ContextError", ("metadata_filter",)),
+    ({"collection": "../../etc"}, TURNS[0], "ContextError", ("collection",)),
+]
+
+
+@pytest.mark.parametrize(
+    ("context", "question", "error_type", "needles"),
+    SDK_ERRORS,
+    ids=["unknown-collection", "bad-operator", "unknown-field", "filter-list", "path-traversal"],
+)
+def test_errors_reach_sdk_clients_as_their_type_and_one_line_message(
+    client: Any, server: LanggraphDev, context: dict[str, Any], question: str, error_type: str, needles: tuple[str, ...]
+) -> None:
+    """The same errors the CLI prints reach an SDK client as {error: type, message: one line}, no stack trace."""
+    aid = assistant_id(client, "reground")
+    thread_id = client.threads.create()["thread_id"]
+    events = list(client.runs.stream(thread_id, aid, input=user(question), context={**FAST, **context}))
+    errors = [e.data for e in events if e.event == "error"]
+    assert len(errors) == 1, [e.event for e in events]
+    error = errors[0]
+    assert error["error"] == error_type, error
+    message = str(error["message"])
+    assert all(n in message for n in needles), message
+    assert "\n" not in message.strip() and "Traceback" not in message and 'File "' not in message
+    assert set(error) <= {"error", "message"}, f"no stack trace or internals for the client: {sorted(error)}"
+    waited = client.runs.wait(thread_id, aid, input=user(question), context={**FAST, **context}, raise_error=False)
+    assert waited == {"__error__": {"error": error_type, "message": error["message"]}}
+    assert client.runs.list(thread_id)[0]["status"] == "error"
+    # A context error fails before the input is written (the thread stays empty); a failure inside the
+    # graph leaves the question, once, resumable, until the next question replaces it.
+    messages = client.threads.get_state(thread_id)["values"].get("messages", [])
+    humans = [m["content"] for m in messages if m["type"] == "human"]
+    assert humans in ([], [question]), f"two failed runs of one question leave at most that question: {humans}"
+
+
+def test_llm_killed_mid_answer_fails_the_run_clearly_then_the_thread_holds_one_message_per_question(
+    client: Any, server: LanggraphDev, tmp_path: Path
+) -> None:
+    """Kill the LLM server while a call is in flight, restart it, ask again (issue 15)."""
+    _requires_local_llm()
+    from reground.tools.local_server import launch
+
+    port = free_port()
+    llm = launch(LLM_MODEL, port=port, log=tmp_path / "llm.log")
+    url = openai_base(llm.url)
+    context = {**FAST, "chat_model": f"openai-compatible:local@{url}"}
+    aid = assistant_id(client, "reground")
+    thread_id = client.threads.create()["thread_id"]
+    try:
+        assert "result" in client.runs.wait(thread_id, aid, input=user(TURNS[0]), context=context)
+        errors: list[dict[str, Any]] = []
+        killed = False
+        for part in client.runs.stream(
+            thread_id, aid, input=user(TURNS[1]), context=context, stream_mode=["messages-tuple", "updates"]
+        ):
+            if part.event == "messages" and not killed:  # the first token: a model call is in flight
+                llm.process.kill()
+                llm.process.wait(timeout=30)
+                killed = True
+            if part.event == "error":
+                errors.append(part.data)
+        assert killed, "no model call streamed a token"
+        assert len(errors) == 1, errors
+        assert errors[0]["error"] == "LLMUnavailableError", errors[0]
+        assert url in errors[0]["message"] and "reground llm serve" in errors[0]["message"]
+        assert [role for role, _ in message_texts(client.threads.get_state(thread_id))] == ["human", "ai", "human"]
+
+        llm = launch(LLM_MODEL, port=port, log=tmp_path / "llm2.log")
+        output = client.runs.wait(thread_id, aid, input=user(TURNS[1]), context=context)
+        assert "result" in output, output
+    finally:
+        if llm.process.poll() is None:
+            llm.process.kill()
+            llm.process.wait(timeout=30)
+    state = client.threads.get_state(thread_id)
+    assert [role for role, _ in message_texts(state)] == ["human", "ai", "human", "ai"]
+    assert [text for role, text in message_texts(state) if role == "human"] == TURNS[:2]
+    assert [h["text"] for h in state["values"]["history"] if h["role"] == "user"] == TURNS[:1]
 
 
 # --- RemoteGraph ---

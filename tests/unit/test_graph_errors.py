@@ -257,3 +257,15 @@ def test_a_conversation_not_ending_in_a_user_message_is_an_input_error(hr_store:
         graph.invoke(
             {"messages": [{"role": "assistant", "content": "hi"}]}, config=run_config(context), context=context
         )
+
+
+@pytest.mark.parametrize("base", [InputError, DataError, ModelError])
+def test_langgraph_server_sends_clients_the_message_of_every_user_facing_error(base: type[RegroundError]) -> None:
+    """langgraph-api masks messages of exceptions outside the builtin families as 'An internal error occurred'."""
+    from langgraph_api.serde import default
+
+    class Specific(base):  # type: ignore[valid-type,misc]
+        pass
+
+    message = "collection 'x' does not exist (known: test-hr); create it with `reground ingest`"
+    assert default(Specific(message)) == {"error": "Specific", "message": message}
