@@ -32,6 +32,7 @@ from reground.evals.baselines import BASELINES, run_baseline
 from reground.evals.behaviour import behaviour_of, behaviour_table
 from reground.evals.datasets import Case, load_cases
 from reground.evals.metrics import MetricUnavailableError, load_metric
+from reground.tools.errors import InputError
 from reground.tools.scoring import k_precision, rouge_l, token_f1, token_recall
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ JUDGE_MAX_TOKENS = 320  # room for a few sentences of reasoning before the verdi
 CaseRunner = Callable[[Case], dict[str, Any]]
 
 
-class EvalRunError(RuntimeError):
+class EvalRunError(InputError, RuntimeError):
     """A run cannot go on (bad system name, mismatched out dir, model down); says why."""
 
 

@@ -17,10 +17,12 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
+from reground.tools.errors import DataError
+
 NO_SOLUTION_DA = "respond_no_solution"
 
 
-class DatasetError(ValueError):
+class DatasetError(DataError, ValueError):
     """A case or document file that cannot be read; the message names the file and the fix."""
 
 

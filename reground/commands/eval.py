@@ -114,8 +114,13 @@ def _fail(problem: str | Exception) -> NoReturn:
     An error that already is one keeps its class (a model that is down exits 4, a bad dataset 3);
     a missing or unreadable file is a DataError; anything else here is bad input.
     """
-    from reground.tools.errors import DataError, InputError, RegroundError
+    from reground.tools.errors import DataError, InputError, ModelError, RegroundError
 
+    cause = problem.__cause__ if isinstance(problem, Exception) else None
+    if isinstance(cause, RegroundError) and cause.exit_code != getattr(problem, "exit_code", None):
+        # e.g. an eval run stopped by a model that is down: exit with the model's code, keep the run's message
+        family = next(c for c in (InputError, DataError, ModelError) if isinstance(cause, c))
+        raise family(str(problem)) from problem
     if isinstance(problem, RegroundError):
         raise problem
     if isinstance(problem, OSError):

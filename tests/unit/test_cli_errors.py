@@ -241,3 +241,84 @@ def test_a_turn_killed_mid_answer_leaves_no_user_message_behind(
     messages = _thread_messages(data_dir, thread)
     assert [t for t, _ in messages] == ["human", "ai", "human", "ai"], messages
     assert [c for t, c in messages if t == "human"] == [first, second]
+
+
+EVAL_CASES = [
+    (
+        "answers-missing-cases-file",
+        lambda tmp: [
+            "eval",
+            "answers",
+            "--docs",
+            str(tmp / "d.jsonl"),
+            "--cases",
+            str(tmp / "c.jsonl"),
+            "--out",
+            str(tmp),
+        ],
+        InputError.exit_code,  # a path argument that names no file (EvalRunError)
+        ("not found",),
+    ),
+    (
+        "answers-unknown-system",
+        lambda tmp: ["eval", "answers", "--docs", "x", "--cases", "y", "--out", str(tmp), "--systems", "magic"],
+        InputError.exit_code,
+        ("magic",),
+    ),
+    (
+        "answers-bad-workers",
+        lambda tmp: ["eval", "answers", "--docs", "x", "--cases", "y", "--out", str(tmp), "--workers", "0"],
+        InputError.exit_code,
+        ("--workers",),
+    ),
+    (
+        "report-missing-run",
+        lambda tmp: ["eval", "report", "--runs", str(tmp / "nope"), "--out", str(tmp / "r")],
+        InputError.exit_code,
+        ("nope",),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("build", "exit_code", "expected"), [c[1:] for c in EVAL_CASES], ids=[c[0] for c in EVAL_CASES]
+)
+def test_eval_errors_are_one_line_with_their_exit_code(
+    capfd: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    build: Callable[[Path], list[str]],
+    exit_code: int,
+    expected: tuple[str, ...],
+) -> None:
+    code, _, err = _run(capfd, build(tmp_path))
+    line = _assert_one_line(err)
+    assert all(n in line for n in expected), line
+    assert code == exit_code, line
+
+
+def test_an_eval_stopped_by_a_dead_model_exits_with_the_model_code() -> None:
+    from reground.evals.answers import EvalRunError
+    from reground.tools.llm import LLMUnavailableError
+
+    from reground.commands.eval import _fail
+
+    down = LLMUnavailableError("No chat model answered at http://127.0.0.1:9/v1")
+    try:
+        raise EvalRunError(f"system 'reground' stopped: {down}") from down
+    except EvalRunError as exc:
+        with pytest.raises(ModelError, match="system 'reground' stopped: No chat model answered"):
+            _fail(exc)
+
+
+def test_the_cli_prints_a_cut_question_notice(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, data_dir: str, llm: FakeOpenAI
+) -> None:
+    monkeypatch.setenv("REGROUND_QUESTION_TOKEN_BUDGET", "20")
+    code, out, err = _run(
+        capfd, _ask(data_dir, llm.spec, "--collection", "test-hr", question=QUESTION + " Please." * 200)
+    )
+    assert code == 0, err
+    notices = [line for line in err.splitlines() if line.startswith("notice: ")]
+    assert len(notices) == 1 and "cut" in notices[0] and "20 tokens" in notices[0], err
+    code, out, err = _run(capfd, _ask(data_dir, llm.spec, "--collection", "test-hr", "--json"))
+    assert code == 0 and json.loads(out)["notices"] == [] and "notice:" not in err
