@@ -99,20 +99,45 @@ def _title_from_markdown(text: str, fallback: str) -> str:
     return fallback
 
 
-def _load_html(path: Path) -> tuple[str, str]:
-    from bs4 import BeautifulSoup
+# Elements that start a block of text. A string belongs to its nearest block ancestor only, so nested
+# blocks (`<li><p>X</p></li>`, a list inside a list item, a table inside a div) yield each text once.
+_BLOCKS = frozenset(
+    {"h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "td", "th", "pre", "blockquote", "dt", "dd", "caption"}
+    | {"figcaption", "div", "section", "article", "main", "header", "aside", "body", "html", "table", "tr"}
+    | {"ul", "ol", "dl", "form", "address", "details", "summary"}
+)
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
-    soup = BeautifulSoup(_read_text(path), "html.parser")
-    for tag in soup(["script", "style", "nav", "footer"]):
+
+def html_text(markup: str, fallback_title: str = "") -> tuple[str, str]:
+    """(title, text) of an HTML page: one paragraph per block of text, headings as markdown '# '."""
+    from bs4 import BeautifulSoup, NavigableString
+
+    soup = BeautifulSoup(markup, "html.parser")
+    for tag in soup(["script", "style", "nav", "footer", "noscript", "template"]):
         tag.decompose()
-    title = soup.title.get_text(strip=True) if soup.title else path.stem
-    blocks = [el.get_text(" ", strip=True) for el in soup.find_all(["h1", "h2", "h3", "h4", "p", "li", "td", "pre"])]
-    text = "\n\n".join(
-        ("# " + b if el.name in {"h1", "h2", "h3", "h4"} else b)
-        for el, b in zip(soup.find_all(["h1", "h2", "h3", "h4", "p", "li", "td", "pre"]), blocks, strict=True)
-        if b
-    )
-    return title, text or soup.get_text("\n", strip=True)
+    title = soup.title.get_text(strip=True) if soup.title else ""
+    segments: list[tuple[Any, list[str]]] = []
+    for string in soup.find_all(string=True):
+        if type(string) is not NavigableString or not string.strip():
+            continue  # comments, doctypes, CDATA; whitespace between tags
+        if any(parent.name in ("head", "title") for parent in string.parents):
+            continue
+        block = next((parent for parent in string.parents if parent.name in _BLOCKS), None)
+        if segments and segments[-1][0] is block:
+            segments[-1][1].append(string.strip())
+        else:
+            segments.append((block, [string.strip()]))
+    blocks = []
+    for block, strings in segments:
+        text = " ".join(" ".join(strings).split())
+        name = getattr(block, "name", "")
+        blocks.append("# " + text if name in _HEADINGS else text)
+    return title or fallback_title, "\n\n".join(blocks)
+
+
+def _load_html(path: Path) -> tuple[str, str]:
+    return html_text(_read_text(path), path.stem)
 
 
 def _load_pdf(path: Path) -> tuple[str, str]:

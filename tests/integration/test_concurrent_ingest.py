@@ -6,10 +6,12 @@ called it unchanged. Here four processes ingest disjoint files into one fresh co
 moment, twenty times, and each time the collection must equal a sequential ingest of the same files
 (document ids, chunk ids, Chroma row ids, manifest), read with a raw Chroma client.
 
-To keep this fast enough for CI the four processes stay up across rounds: each round, every worker
-runs `reground ingest` (`reground.cli.main`, the installed entry point's code) against that round's
-fresh data dir, released at once by a go-file. One round more runs the real `python -m reground ingest`
-processes.
+To keep this fast enough for CI, a parent process imports reground once and, each round, forks
+four children that each run `reground ingest` (`reground.cli.main`, the console script's code) on
+one file into that round's fresh data dir, all at the same moment. Children are fresh processes with
+nothing opened before the fork (no Chroma client, no model), as separate `reground ingest` runs are.
+(Reusing one process for several data dirs is not an option: Chroma's embedded client keeps
+process-wide state per process.) One more test runs four real `python -m reground ingest` processes.
 """
 
 from __future__ import annotations
@@ -36,26 +38,44 @@ ROUNDS = 20
 CLI = [sys.executable, "-m", "reground", "ingest"]
 TOPICS = ("annual leave", "sick pay", "bike leasing", "travel expenses")
 
-WORKER = r"""
-import contextlib, io, json, os, sys, time
+FORKING_PARENT = r"""
+import json, os, sys, time
 from pathlib import Path
-from chromadb.api.shared_system_client import SharedSystemClient
+import chromadb  # imported, never opened, before forking: each child opens its own client
+import onnxruntime, tokenizers  # noqa: F401 - imports only; the embedding session is made in each child
 from reground.cli import main
+from reground.tools.tokens import count_tokens
 
-control, name, source, collection, rounds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-control = Path(control)
-(control / f"ready-{name}").write_text("")
+count_tokens("warm")  # the tokenizer's tables: read-only data, safe to share across fork
+
+control, collection, rounds, sources = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+(control / "ready").write_text("")
 for round_ in range(rounds):
     go = control / f"go-{round_}"
     while not go.exists():
         time.sleep(0.002)
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["ingest", source, "--collection", collection, "--data-dir", go.read_text(), "--quiet"])
-    SharedSystemClient.clear_system_cache()  # the next round is another data dir
-    result = {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
-    (control / f"done-{round_}-{name}.tmp").write_text(json.dumps(result))
-    os.replace(control / f"done-{round_}-{name}.tmp", control / f"done-{round_}-{name}")
+    data_dir = go.read_text()
+    assert data_dir, "the go-file names the round's data dir"
+    children = []
+    for index, source in enumerate(sources):
+        pid = os.fork()
+        if pid == 0:
+            out = os.open(control / f"out-{round_}-{index}", os.O_WRONLY | os.O_CREAT)
+            err = os.open(control / f"err-{round_}-{index}", os.O_WRONLY | os.O_CREAT)
+            os.dup2(out, 1)
+            os.dup2(err, 2)
+            try:
+                code = main(["ingest", source, "--collection", collection, "--data-dir", data_dir, "--quiet"])
+            except BaseException as exc:
+                print(f"crashed: {exc!r}", file=sys.stderr)
+                code = 99
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        children.append(pid)
+    codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
+    (control / f"done-{round_}.tmp").write_text(json.dumps(codes))
+    os.replace(control / f"done-{round_}.tmp", control / f"done-{round_}")
 """
 
 
@@ -100,17 +120,23 @@ def snapshot(data_dir: Path) -> dict[str, Any]:
 
 
 def sequential_reference(sources: list[Path], data_dir: Path) -> dict[str, Any]:
+    """The same files ingested one after another (in this process: the same code as the command)."""
+    from reground.tools.ingest import ingest
+
+    store = PassageStore.open(COLLECTION, data_dir=data_dir, create=True)
     for source in sources:
-        proc = subprocess.run(
-            [sys.executable, "-m", "reground", "ingest", str(source), "--collection", COLLECTION,
-             "--data-dir", str(data_dir), "--quiet"],
-            capture_output=True, text=True, timeout=180,
-        )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr
+        summary = ingest([source], store, progress=False)
+        assert not summary.errors and summary.chunks_added == 3, summary
     reference = snapshot(data_dir)
     assert len(reference["manifest"]) == len(sources) and len(reference["rows"]) == 3 * len(sources)
     assert reference["rows"] == reference["live_rows"]
     return reference
+
+
+def release(go: Path, data_dir: str) -> None:
+    """Atomically: a child must never read a half-written go-file (an empty data dir means the default one)."""
+    go.with_suffix(".tmp").write_text(data_dir)
+    os.replace(go.with_suffix(".tmp"), go)
 
 
 def wait_for(paths: list[Path], timeout_s: float, procs: list[subprocess.Popen[str]]) -> None:
@@ -127,35 +153,32 @@ def test_four_concurrent_ingests_equal_a_sequential_one_twenty_times(tmp_path: P
     reference = sequential_reference(sources, tmp_path / "sequential")
     control = tmp_path / "control"
     control.mkdir()
-    names = [f"w{i}" for i in range(WORKERS)]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(control), name, str(source), COLLECTION, str(ROUNDS)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for name, source in zip(names, sources, strict=True)
-    ]
+    parent = subprocess.Popen(
+        [sys.executable, "-c", FORKING_PARENT, str(control), COLLECTION, str(ROUNDS), *map(str, sources)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        wait_for([control / f"ready-{n}" for n in names], 120, procs)
+        wait_for([control / "ready"], 120, [parent])
         waited = 0
         for round_ in range(ROUNDS):
             data_dir = tmp_path / f"round-{round_}"
-            (control / f"go-{round_}").write_text(str(data_dir))
-            wait_for([control / f"done-{round_}-{n}" for n in names], 180, procs)
-            results = [json.loads((control / f"done-{round_}-{n}").read_text()) for n in names]
-            for result in results:
-                assert result["code"] == 0, result
-                assert "1 documents (0 replaced, 0 unchanged), 3 chunks added" in result["stdout"], result
-            waited += sum("waiting for another ingest into concurrent-it (pid " in r["stderr"] for r in results)
-            assert snapshot(data_dir) == reference, f"round {round_} differs from the sequential ingest"
+            release(control / f"go-{round_}", str(data_dir))
+            wait_for([control / f"done-{round_}"], 180, [parent])
+            codes = json.loads((control / f"done-{round_}").read_text())
+            outs = [(control / f"out-{round_}-{i}").read_text() for i in range(WORKERS)]
+            errs = [(control / f"err-{round_}-{i}").read_text() for i in range(WORKERS)]
+            assert codes == [0] * WORKERS, (codes, errs)
+            for out in outs:
+                assert "1 documents (0 replaced, 0 unchanged), 3 chunks added" in out, (outs, errs)
+            waited += sum(f"waiting for another ingest into {COLLECTION} (pid " in err for err in errs)
+            assert snapshot(data_dir) == reference, f"round {round_} differs from the sequential ingest: {errs}"
         # Not vacuous: the writers did meet at the lock (one of four goes first; the others wait).
         assert waited >= ROUNDS, waited
     finally:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
+        parent.kill()
+        parent.wait()
 
 
 def test_four_real_cli_processes_at_once_equal_a_sequential_ingest(tmp_path: Path) -> None:
@@ -188,13 +211,19 @@ def test_a_writer_waits_for_the_lock_and_says_for_whom(tmp_path: Path) -> None:
     (source,) = write_sources(tmp_path / "docs")[:1]
     data_dir = tmp_path / "store"
     args = [str(source), "--collection", COLLECTION, "--data-dir", str(data_dir), "--quiet"]
-    with collection_lock(lock_path(data_dir, COLLECTION), COLLECTION):
-        proc = subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(3.0)
-        assert proc.poll() is None, proc.communicate()
-    stdout, stderr = proc.communicate(timeout=180)
-    assert proc.returncode == 0, stderr
-    assert f"waiting for another ingest into {COLLECTION} (pid {os.getpid()})" in stderr
+    notice = f"waiting for another ingest into {COLLECTION} (pid {os.getpid()})…"
+    err_file = tmp_path / "stderr.txt"
+    with collection_lock(lock_path(data_dir, COLLECTION), COLLECTION), err_file.open("w") as err:
+        proc = subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=err, text=True)
+        deadline = time.monotonic() + 120
+        while notice not in err_file.read_text():
+            assert proc.poll() is None, (proc.returncode, err_file.read_text())
+            assert time.monotonic() < deadline, "the second writer never said it was waiting"
+            time.sleep(0.05)
+        time.sleep(0.5)
+        assert proc.poll() is None, "it must wait while the lock is held"
+    stdout, _ = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err_file.read_text()
     assert "3 chunks added" in stdout
 
 

@@ -90,14 +90,93 @@ def test_a_stale_record_is_dropped(tmp_path: Path) -> None:
     assert local_server.stop() is None
 
 
-def test_a_live_record_is_reported(tmp_path: Path) -> None:
+def _fake_server(port: int) -> subprocess.Popen[bytes]:
+    """A process whose command line reads like the llama.cpp server's (it only sleeps), in its own session."""
+    return subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "-m", "llama_cpp.server", "--port", str(port)],
+        start_new_session=True,
+    )
+
+
+def _record(state: Path, proc: subprocess.Popen[bytes], port: int, data_dir: Path | str) -> dict[str, object]:
+    info = {
+        "url": f"http://127.0.0.1:{port}/v1", "pid": proc.pid, "port": port, "model": "m", "gguf": "g",
+        "log": "l", "started_at": 0.0, "data_dir": str(data_dir), "proc_start": local_server._proc_start(proc.pid),
+    }  # fmt: skip
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "llm-server.json").write_text(json.dumps(info))
+    return info
+
+
+def test_a_live_record_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REGROUND_DATA_DIR", str(tmp_path / "data"))
+    proc = _fake_server(9)
+    try:
+        _record(tmp_path / "state", proc, 9, tmp_path / "data")
+        assert local_server.recorded_server_url() == "http://127.0.0.1:9/v1"
+        status = local_server.status()
+        assert status is not None and status.pid == proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_record_naming_a_process_that_is_not_the_server_is_stale(tmp_path: Path) -> None:
+    """A reused pid (here: this test's own process) is never reported, and never signalled."""
     record = tmp_path / "state" / "llm-server.json"
     record.parent.mkdir(parents=True)
     info = {"url": "http://127.0.0.1:9/v1", "pid": os.getpid(), "port": 9, "model": "m", "gguf": "g", "log": "l"}
     record.write_text(json.dumps({**info, "started_at": 0.0}))
-    assert local_server.recorded_server_url() == "http://127.0.0.1:9/v1"
-    status = local_server.status()
-    assert status is not None and status.pid == os.getpid()
+    assert local_server.status() is None and not record.exists()
+    assert local_server.stop() is None  # and this process is still alive to assert it
+
+
+def test_the_record_follows_the_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without $REGROUND_STATE_DIR each data dir keeps its own record in <data dir>/run."""
+    monkeypatch.delenv("REGROUND_STATE_DIR")
+    alice, bob = tmp_path / "alice", tmp_path / "bob"
+    proc = _fake_server(9)
+    try:
+        _record(alice / "run", proc, 9, alice)
+        assert local_server.status(alice) is not None
+        assert local_server.status(bob) is None and local_server.recorded_server_url(bob) is None
+        monkeypatch.setenv("REGROUND_DATA_DIR", str(bob))
+        assert local_server.status() is None and local_server.stop() is None
+        assert proc.poll() is None, "bob's stop must not touch alice's server"
+        monkeypatch.setenv("REGROUND_DATA_DIR", str(alice))
+        stopped = local_server.stop()
+        assert stopped is not None and stopped.pid == proc.pid
+        proc.wait(timeout=15)  # ended (stop reaped it, so its exit status is not ours to read)
+        assert not local_server._alive(proc.pid) and not (alice / "run" / "llm-server.json").exists()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_stop_refuses_a_server_another_data_dir_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A state dir shared through $REGROUND_STATE_DIR: the record names its data dir; others leave it alone."""
+    proc = _fake_server(9)
+    try:
+        _record(tmp_path / "state", proc, 9, tmp_path / "alice")
+        monkeypatch.setenv("REGROUND_DATA_DIR", str(tmp_path / "bob"))
+        with pytest.raises(LocalServerError, match=r"was started for data dir .*alice"):
+            local_server.stop()
+        assert proc.poll() is None
+        env = {**os.environ}
+        out = subprocess.run(
+            [sys.executable, "-m", "reground", "llm", "stop"], env=env, capture_output=True, text=True, check=False
+        )
+        assert out.returncode == 4 and "alice" in out.stderr and proc.poll() is None
+        stopped = subprocess.run(
+            [sys.executable, "-m", "reground", "llm", "stop", "--data-dir", str(tmp_path / "alice")],
+            env=env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert stopped.returncode == 0 and f"pid {proc.pid}" in stopped.stdout, stopped.stderr
+        proc.wait(timeout=15)
+        assert not local_server._alive(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_cli_models_and_status(tmp_path: Path) -> None:
