@@ -116,16 +116,19 @@ def _fail(problem: str | Exception) -> NoReturn:
     """
     from reground.tools.errors import DataError, InputError, ModelError, RegroundError
 
-    cause = problem.__cause__ if isinstance(problem, Exception) else None
+    if not isinstance(problem, Exception):
+        raise InputError(problem)
+    cause = problem.__cause__
     if isinstance(cause, RegroundError) and cause.exit_code != getattr(problem, "exit_code", None):
         # e.g. an eval run stopped by a model that is down: exit with the model's code, keep the run's message
-        family = next(c for c in (InputError, DataError, ModelError) if isinstance(cause, c))
+        families: tuple[type[RegroundError], ...] = (InputError, DataError, ModelError)
+        family = next(c for c in families if isinstance(cause, c))
         raise family(str(problem)) from problem
     if isinstance(problem, RegroundError):
         raise problem
     if isinstance(problem, OSError):
         raise DataError(f"{problem}: check the path") from problem
-    raise InputError(str(problem)) from (problem if isinstance(problem, Exception) else None)
+    raise InputError(str(problem)) from problem
 
 
 def _retrieval(args: argparse.Namespace) -> int:

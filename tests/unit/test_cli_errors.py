@@ -322,3 +322,17 @@ def test_the_cli_prints_a_cut_question_notice(
     assert len(notices) == 1 and "cut" in notices[0] and "20 tokens" in notices[0], err
     code, out, err = _run(capfd, _ask(data_dir, llm.spec, "--collection", "test-hr", "--json"))
     assert code == 0 and json.loads(out)["notices"] == [] and "notice:" not in err
+
+
+def test_chat_reports_a_refused_question_on_one_line_and_carries_on(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, data_dir: str, llm: FakeOpenAI
+) -> None:
+    typed = iter(["\U0001f642\U0001f642", QUESTION, ""])
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(typed))
+    argv = ["chat", "--data-dir", data_dir, "--model", llm.spec, "--collection", "test-hr", "--thread", "t-chat"]
+    code, out, err = _run(capfd, argv)
+    assert code == 0, err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert errors == ["error: the question has no letters or digits: ask about the documents in 'test-hr' in words"]
+    assert "Traceback" not in err
+    assert "groundedness" in out, "the next question was answered"
