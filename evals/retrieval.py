@@ -6,6 +6,10 @@ Systems, all over the same ingested collection (chunks of `max_tokens`; a docume
 - `bm25_history`: BM25 with the question plus the last ~100 words of the dialogue;
 - `reground_passages`: the documents of the top passages after paragraph scoring and fusion rerank
   (what the answer step sees), so "gold document in the top 3 passages" is recall@3 there.
+
+Passage quality beside document recall: `span_recall` is the share of the gold span's content words found in
+the best of the kept passages; `span_hit` counts cases where it reaches 0.5 (the right paragraph, not only
+the right document). Both are reported for `reground_passages`.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from reground.tools.retrieval import (
     HybridRetriever,
     RetrievalQuery,
     RetrievalSettings,
+    content_terms,
     fuse_rerank,
     history_query,
 )
@@ -33,6 +38,7 @@ from reground.tools.retrieval import (
 if TYPE_CHECKING:
     from reground.tools.retrieval import SearchStore
 
+SPAN_HIT = 0.5  # a case's span counts as found when half its content words are in one kept passage
 RANK_DEPTH = 20  # documents kept per ranking (MRR counts a gold document below this as 0)
 BASELINE_HISTORY_WORDS = 100
 SYSTEMS = ("reground", "bm25_question", "bm25_history", "reground_passages")
@@ -52,6 +58,14 @@ def _best_docs(hits: Sequence[tuple[dict[str, Any], float]], depth: int) -> list
             if len(docs) == depth:
                 break
     return docs
+
+
+def span_recall(span: str, passages: Sequence[str]) -> float | None:
+    """Share of the span's content words (stopwords removed) found in the best single passage; None without a span."""
+    wanted = set(content_terms(span))
+    if not wanted:
+        return None
+    return max((len(wanted & set(content_terms(p))) / len(wanted) for p in passages), default=0.0)
 
 
 def collection_name(docs_path: Path, max_tokens: int) -> str:
@@ -117,6 +131,7 @@ def run_retrieval_eval(
     out.mkdir(parents=True, exist_ok=True)
     ranks: dict[str, list[int | None]] = {s: [] for s in SYSTEMS}
     seconds: dict[str, float] = dict.fromkeys(SYSTEMS, 0.0)
+    span_recalls: list[float] = []
     started = time.perf_counter()
     with (out / "cases.jsonl").open("w", encoding="utf-8") as fh:
         for case in tqdm(kept, desc="retrieval eval", unit="case", disable=not progress):
@@ -125,8 +140,10 @@ def run_retrieval_eval(
             t0 = time.perf_counter()
             rankings["reground"] = [d for d, _ in retriever.rank_documents(query, where=None, k=RANK_DEPTH)]
             t1 = time.perf_counter()
-            passages = fuse_rerank(retriever.search(query, where=None, doc_k=doc_k, paragraph_k=paragraph_k), top_n)
+            candidates = retriever.search(query, where=None, doc_k=doc_k, paragraph_k=paragraph_k)
+            passages = fuse_rerank(candidates, top_n, retriever.settings.same_document_penalty)
             rankings["reground_passages"] = list(dict.fromkeys(p["doc_id"] for p in passages))
+            recall = span_recall(case.gold_span, [p["text"] for p in passages])
             t2 = time.perf_counter()
             hits = store.lexical_search(case.question, 10 * RANK_DEPTH, where=None)
             rankings["bm25_question"] = _best_docs(hits, RANK_DEPTH)
@@ -148,6 +165,10 @@ def run_retrieval_eval(
                 ranks[name].append(rank)
                 row[f"{name}_rank"] = rank
             row["reground_top5"] = rankings["reground"][:5]
+            row["passage_chunks"] = [p["chunk_id"] for p in passages]
+            if recall is not None:
+                span_recalls.append(recall)
+                row["span_recall"] = round(recall, 4)
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     n = len(kept)
     followups = [i for i, c in enumerate(kept) if c.is_followup]
@@ -162,6 +183,11 @@ def run_retrieval_eval(
         "followups": {
             name: {k: round(v, 4) for k, v in metrics_from_ranks([ranks[name][i] for i in followups]).items()}
             for name in SYSTEMS
+        },
+        "passage_span": {
+            "cases_with_span": len(span_recalls),
+            "span_recall": round(sum(span_recalls) / max(len(span_recalls), 1), 4),
+            f"span_hit@{SPAN_HIT}": round(sum(r >= SPAN_HIT for r in span_recalls) / max(len(span_recalls), 1), 4),
         },
         "cases": n,
         "followup_cases": len(followups),
@@ -191,6 +217,8 @@ def _settings_dict(settings: RetrievalSettings) -> dict[str, Any]:
         "keyword_weight": settings.keyword_weight,
         "lexical_paragraph_weight": settings.lexical_paragraph_weight,
         "doc_prior_weight": settings.doc_prior_weight,
+        "history_paragraph_weight": settings.history_paragraph_weight,
+        "same_document_penalty": settings.same_document_penalty,
     }
 
 
@@ -199,6 +227,12 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines = [f"{'system':<20}" + "".join(f"{k:>11}" for k in [*ks, "mrr"]) + f"{'ms/case':>10}"]
     for name, m in summary["systems"].items():
         lines.append(f"{name:<20}" + "".join(f"{m[k]:>11.3f}" for k in [*ks, "mrr"]) + f"{m['ms_per_case']:>10.1f}")
+    span = summary.get("passage_span")
+    if span:
+        lines.append(
+            f"kept passages: gold span recall {span['span_recall']:.3f}, span found (>= {SPAN_HIT}) "
+            f"{span[f'span_hit@{SPAN_HIT}']:.3f} over {span['cases_with_span']} cases"
+        )
     lines.append(
         f"{summary['cases']} cases ({summary['followup_cases']} follow-ups), "
         f"{summary['excluded_gold_doc_not_in_corpus']} excluded (gold document not in the corpus)"

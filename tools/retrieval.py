@@ -56,6 +56,9 @@ class RetrievalQuery:
     keywords: tuple[str, ...] = ()
 
 
+SAME_DOCUMENT_PENALTY = 0.02
+
+
 @dataclass(frozen=True)
 class RetrievalSettings:
     """Knobs of the stack; defaults were tuned on doc2dial cases_dev (evals/results/retrieval_dev)."""
@@ -75,8 +78,12 @@ class RetrievalSettings:
     rerank_candidates: int = 40  # documents the whole-document BM25 term rescores
     keyword_weight: float = 1.0  # weight of the keyword sum in the paragraph score
     lexical_paragraph_weight: float = 0.3  # weight of a BM25-like term in the paragraph score
-    doc_prior_weight: float = 0.5  # weight of the normalised document score in a paragraph's score
-    history_paragraph_weight: float = 0.0  # weight of cos(E(history query), E(p)) in the paragraph score
+    doc_prior_weight: float = 3.0  # weight of the normalised document score in a paragraph's score
+    history_paragraph_weight: float = 0.5  # weight of cos(E(history query), E(p)) in the paragraph score
+    # Document-aware selection of candidates and kept passages: a passage loses this much of its (max-normalised)
+    # score per passage already taken from its document, so the top documents each get their best paragraph
+    # before a second paragraph of one document; 0 = plain score order.
+    same_document_penalty: float = SAME_DOCUMENT_PENALTY
 
 
 def history_query(
@@ -139,7 +146,8 @@ _TOKEN = re.compile(r"\w+")
 _STOPWORDS = frozenset(STOPWORDS_EN)
 
 
-def _terms(text: str) -> list[str]:
+def content_terms(text: str) -> list[str]:
+    """Lower-cased word tokens without English stopwords (BM25's and the span metric's view of a text)."""
     return [t for t in _TOKEN.findall(text.lower()) if t not in _STOPWORDS]
 
 
@@ -162,13 +170,13 @@ class DocumentTermIndex:
         for chunk in chunks:
             bag = terms.setdefault(chunk["doc_id"], Counter())
             if chunk["doc_id"] not in titled:
-                bag.update(_terms(chunk["title"]))
+                bag.update(content_terms(chunk["title"]))
                 titled.add(chunk["doc_id"])
-            bag.update(_terms(chunk["text"]))
+            bag.update(content_terms(chunk["text"]))
         return cls(terms)
 
     def scores(self, query: str, doc_ids: Sequence[str]) -> dict[str, float]:
-        query_terms = set(_terms(query))
+        query_terms = set(content_terms(query))
         idf = {t: math.log(1 + (self.n - self.df[t] + 0.5) / (self.df[t] + 0.5)) for t in query_terms}
         out: dict[str, float] = {}
         for doc_id in doc_ids:
@@ -322,7 +330,12 @@ class HybridRetriever:
             # Without fine-grained scoring: documents in fused order, chunks in document order.
             para = np.zeros(len(chunks), dtype=np.float32)
             final = -np.array([doc_rank[c["doc_id"]] * 10_000 + c["position"] for c in chunks], dtype=np.float32)
-        order = np.argsort(-final, kind="stable")[:paragraph_k]
+        if paragraph_scoring:
+            order = select_across_documents(
+                final.tolist(), [c["doc_id"] for c in chunks], paragraph_k, self.settings.same_document_penalty
+            )
+        else:
+            order = [int(i) for i in np.argsort(-final, kind="stable")[:paragraph_k]]
         passages: list[Passage] = []
         for rank, i in enumerate(order, start=1):
             chunk = chunks[int(i)]
@@ -365,8 +378,32 @@ def _overlap_scores(query: RetrievalQuery, chunks: Sequence[Chunk]) -> np.ndarra
     return raw / max(float(raw.max()), 1e-9)
 
 
-def fuse_rerank(passages: list[Passage], n: int) -> list[Passage]:
-    """Rerank without an LLM: RRF of the paragraph-score and document-score orders; keep the top n."""
+def select_across_documents(
+    scores: Sequence[float], doc_ids: Sequence[str], n: int, penalty: float = SAME_DOCUMENT_PENALTY
+) -> list[int]:
+    """Greedy document-aware MMR: indexes of n items, each pick maximising its max-normalised score minus
+    `penalty` × (items already picked from its document). Ties keep input order; penalty 0 = top n by score."""
+    if len(scores) != len(doc_ids):
+        raise ValueError(f"{len(scores)} scores for {len(doc_ids)} documents")
+    values = np.asarray(scores, dtype=np.float64)
+    if values.size == 0 or n <= 0:
+        return []
+    top = float(np.abs(values).max())
+    values = values / top if top > 0 else values
+    taken: Counter[str] = Counter()
+    picked: list[int] = []
+    pool = list(range(len(values)))
+    while pool and len(picked) < n:
+        best = max(pool, key=lambda i: (values[i] - penalty * taken[doc_ids[i]], -i))
+        picked.append(best)
+        pool.remove(best)
+        taken[doc_ids[best]] += 1
+    return picked
+
+
+def fuse_rerank(passages: list[Passage], n: int, penalty: float = SAME_DOCUMENT_PENALTY) -> list[Passage]:
+    """Rerank without an LLM: RRF of the retrieval, paragraph-score and document-score orders, then keep n
+    with the document-aware selection (`select_across_documents`), so one document cannot take every slot."""
     if not passages:
         return []
     ids = [str(i) for i in range(len(passages))]
@@ -377,8 +414,11 @@ def fuse_rerank(passages: list[Passage], n: int) -> list[Passage]:
     by_doc = sorted(ids, key=lambda i: -passages[int(i)].get("doc_score", 0.0))
     by_retrieval = sorted(ids, key=lambda i: -passages[int(i)].get("score", 0.0))
     fused = reciprocal_rank_fusion([by_retrieval, by_para, by_doc], k=10, weights=[1.0, 0.5, 0.5])
+    chosen = select_across_documents(
+        [score for _, score in fused], [passages[int(i)]["doc_id"] for i, _ in fused], n, penalty
+    )
     kept: list[Passage] = []
-    for rank, (i, score) in enumerate(fused[:n], start=1):
+    for rank, (i, score) in enumerate((fused[j] for j in chosen), start=1):
         passage = Passage(**passages[int(i)])
         passage["rerank_score"] = round(score, 6)
         passage["rank"] = rank

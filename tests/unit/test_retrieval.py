@@ -18,6 +18,7 @@ from reground.tools.retrieval import (
     fuse_rerank,
     history_query,
     reciprocal_rank_fusion,
+    select_across_documents,
 )
 from reground.tools.types import Chunk, Passage
 
@@ -209,7 +210,7 @@ def test_history_brings_the_follow_up_to_the_right_document(store: FakeStore) ->
 
 
 def test_search_fills_scores_and_keywords_move_paragraphs(store: FakeStore) -> None:
-    retriever = HybridRetriever(store, RetrievalSettings(lexical_paragraph_weight=0.0))
+    retriever = HybridRetriever(store, RetrievalSettings(lexical_paragraph_weight=0.0, history_paragraph_weight=0.0))
     base = RetrievalQuery("annual leave Germany", "annual leave Germany")
     plain = retriever.search(base, where={"country": "DE"}, doc_k=1, paragraph_k=2)
     assert {p["doc_id"] for p in plain} == {"leave-de"}
@@ -261,3 +262,43 @@ def test_fuse_rerank_keeps_n_ranked() -> None:
     assert [k["rank"] for k in kept] == [1, 2]
     assert kept[0]["rerank_score"] >= kept[1]["rerank_score"]
     assert fuse_rerank([], 3) == []
+
+
+def test_select_across_documents_spreads_slots_over_documents() -> None:
+    scores = [1.0, 0.95, 0.9, 0.5, 0.2]
+    docs = ["a", "a", "a", "b", "c"]
+    assert select_across_documents(scores, docs, 3, penalty=0.0) == [0, 1, 2], "no penalty: plain score order"
+    assert select_across_documents(scores, docs, 3, penalty=1.0) == [0, 3, 4], "a large penalty: one per document"
+    # A moderate penalty lets a clearly better second paragraph of a document beat a weak other document.
+    assert select_across_documents(scores, docs, 3, penalty=0.3) == [0, 1, 3]
+    # Fewer documents than slots: the best remaining paragraphs fill the rest.
+    assert select_across_documents([0.9, 0.8, 0.7], ["a", "a", "b"], 3, penalty=1.0) == [0, 2, 1]
+    assert select_across_documents([], [], 3) == []
+    with pytest.raises(ValueError):
+        select_across_documents([1.0], ["a", "b"], 1)
+
+
+def test_fuse_rerank_with_penalty_gives_each_top_document_a_slot() -> None:
+    def p(doc: str, pos: int, score: float, para: float, doc_score: float) -> Passage:
+        passage = Passage(**_chunk(doc, pos, f"text {doc} {pos}"))
+        passage.update(score=score, paragraph_score=para, doc_score=doc_score)
+        return passage
+
+    passages = [p("a", 0, 0.9, 0.9, 1.0), p("a", 1, 0.8, 0.8, 1.0), p("a", 2, 0.7, 0.7, 1.0), p("b", 0, 0.6, 0.6, 0.9)]
+    assert [k["doc_id"] for k in fuse_rerank(passages, 3, penalty=0.0)] == ["a", "a", "a"]
+    kept = fuse_rerank(passages, 3, penalty=1.0)
+    assert [k["doc_id"] for k in kept] == ["a", "b", "a"]
+    assert [k["rank"] for k in kept] == [1, 2, 3]
+
+
+def test_search_candidates_cover_documents_with_a_penalty(store: FakeStore) -> None:
+    q = RetrievalQuery("annual leave days", "annual leave days")
+    plain = HybridRetriever(store, RetrievalSettings(same_document_penalty=0.0)).search(
+        q, where=None, doc_k=3, paragraph_k=3
+    )
+    spread = HybridRetriever(store, RetrievalSettings(same_document_penalty=1.0)).search(
+        q, where=None, doc_k=3, paragraph_k=3
+    )
+    assert len({p["doc_id"] for p in spread}) == 3, "a large penalty gives each of the 3 documents a paragraph"
+    assert len({p["doc_id"] for p in plain}) <= len({p["doc_id"] for p in spread})
+    assert spread[0]["chunk_id"] == plain[0]["chunk_id"], "the best paragraph stays first"
