@@ -14,6 +14,7 @@ import hashlib
 import os
 import re
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,12 +27,16 @@ def _stderr(message: str) -> None:
 
 
 def lock_path(data_dir: Path, collection: str, chroma_url: str = "") -> Path:
-    """`<data_dir>/locks/<collection>.lock`; a Chroma server's collections get a name per server URL."""
-    name = collection
-    if chroma_url:
-        safe = re.sub(r"[^A-Za-z0-9._-]", "_", chroma_url)[:60]
-        name = f"{safe}-{hashlib.sha256(chroma_url.encode()).hexdigest()[:8]}-{collection}"
-    return data_dir / "locks" / f"{name}.lock"
+    """`<data_dir>/locks/<collection>.lock` beside the embedded store.
+
+    A Chroma server's collection gets a per-user lock in the temp dir, named by server URL: a client of a
+    server writes nothing into its data dir, and the lock only serialises this machine's writers anyway.
+    """
+    if not chroma_url:
+        return data_dir / "locks" / f"{collection}.lock"
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", chroma_url)[:60]
+    name = f"{safe}-{hashlib.sha256(chroma_url.encode()).hexdigest()[:8]}-{collection}"
+    return Path(tempfile.gettempdir()) / f"reground-locks-{os.getuid()}" / f"{name}.lock"
 
 
 def _holder(handle: int) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 
 import chromadb
 import pytest
+from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.config import Settings
 from reground.tools.locking import collection_lock, lock_path
 from reground.tools.store import MANIFEST_SUFFIX, VERSION_ID, PassageStore
@@ -99,10 +100,16 @@ def write_sources(folder: Path) -> list[Path]:
 
 def snapshot(data_dir: Path) -> dict[str, Any]:
     """What Chroma holds, read without reground's store: rows, manifest, and whether they agree."""
+    # A fresh client: one cached in this process does not follow other processes' writes to the vector index.
+    SharedSystemClient.clear_system_cache()
     client = chromadb.PersistentClient(
         path=str(data_dir / "chroma"), settings=Settings(anonymized_telemetry=False, allow_reset=False)
     )
-    chunks = client.get_collection(COLLECTION).get(include=["metadatas"])
+    collection = client.get_collection(COLLECTION)
+    chunks = collection.get(include=["metadatas", "embeddings"])
+    # Chroma's own vector index (what a raw `query` uses) must hold every row too, not only its tables.
+    probe = [float(x) for x in chunks["embeddings"][0]] if len(chunks["ids"]) else [0.0]
+    indexed = collection.query(query_embeddings=[probe], n_results=100, include=[])["ids"][0] if probe[1:] else []
     manifest = client.get_collection(COLLECTION + MANIFEST_SUFFIX).get(include=["metadatas"])
     records = {i: m for i, m in zip(manifest["ids"], manifest["metadatas"], strict=True) if i != VERSION_ID}
     rows = sorted(chunks["ids"])
@@ -113,6 +120,7 @@ def snapshot(data_dir: Path) -> dict[str, Any]:
     )
     return {
         "rows": rows,
+        "indexed": sorted(indexed),
         "live_rows": live,
         "chunk_ids": sorted((str(m["doc_id"]), str(m["chunk_id"])) for m in chunks["metadatas"]),
         "manifest": {d: (m["hash"], m["generation"], m["chunks"]) for d, m in sorted(records.items())},
