@@ -623,7 +623,11 @@ class PassageStore:
                 rows.append(vector)
             order = sorted(range(len(chunks)), key=lambda i: (chunks[i]["doc_id"], chunks[i]["position"]))
             chunks = [chunks[i] for i in order]
-            vectors = np.asarray([rows[i] for i in order], dtype=np.float32).reshape(len(chunks), -1)
+            vectors = (
+                np.asarray([rows[i] for i in order], dtype=np.float32).reshape(len(chunks), -1)
+                if chunks
+                else np.zeros((0, self.embedder.dimension), dtype=np.float32)  # an empty (or emptied) collection
+            )
             self._snapshot = _Snapshot(version, chunks, vectors)
             return self._snapshot
 

@@ -546,3 +546,57 @@ def test_cli_names_an_unreadable_file(tmp_path: Path) -> None:
     assert_reported(proc.stderr, {**expected, str(locked): "permission denied"})
     store = PassageStore.open(COLLECTION, data_dir=data_dir)
     assert {c["doc_id"] for c in store.all_chunks()} == {"good.md", "rec-ok"}
+
+
+# --- writers the local lock cannot serialise (a Chroma server shared by machines) -----------------
+
+
+class DeletesAfterFlip:
+    """Wraps the manifest: right after the flip of `doc_id`, 'another writer' deletes that generation's chunks."""
+
+    def __init__(self, inner: Any, chunks: Any, doc_id: str, times: int) -> None:
+        self._inner, self._chunks, self._doc_id, self.left = inner, chunks, doc_id, times
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name != "upsert":
+            return attr
+
+        def upsert(**kwargs: Any) -> Any:
+            out = attr(**kwargs)
+            if kwargs.get("ids") == [self._doc_id] and self.left > 0:
+                self.left -= 1
+                generation = kwargs["metadatas"][0]["generation"]
+                self._chunks.delete(where={"$and": [{"doc_id": self._doc_id}, {"generation": generation}]})
+            return out
+
+        return upsert
+
+
+def test_a_write_undone_by_another_writer_after_the_flip_is_redone(tmp_path: Path) -> None:
+    """The post-flip check: a manifest naming a generation without its chunks is never left behind."""
+    data_dir = tmp_path / "store"
+    store = PassageStore.open(COLLECTION, data_dir=data_dir, create=True)
+    doc = make_doc("d1", "v1", 0)
+    store._manifest = DeletesAfterFlip(store._manifest, store._chunks, "d1", times=2)
+    summary = ingest_documents([doc], store, progress=False)
+    assert (summary.chunks_added, summary.errors) == (3, [])
+    assert store._manifest.left == 0, "the chunks were deleted after both of the first two flips"
+    assert visible_versions(store, data_dir, {"d1": {"v1": doc}}, collected=True) == {"d1": "v1"}
+
+
+def test_a_write_that_keeps_being_undone_fails_loudly(tmp_path: Path) -> None:
+    from reground.tools.errors import DataError
+    from reground.tools.store import WRITE_ATTEMPTS
+
+    data_dir = tmp_path / "store"
+    store = PassageStore.open(COLLECTION, data_dir=data_dir, create=True)
+    doc = make_doc("d1", "v1", 0)
+    store._manifest = DeletesAfterFlip(store._manifest, store._chunks, "d1", times=WRITE_ATTEMPTS)
+    with pytest.raises(DataError, match="could not be written completely"):
+        ingest_documents([doc], store, progress=False)
+    # The next writer's repair drops the record that names missing chunks; a rerun then lands the document.
+    reopened = PassageStore.open(COLLECTION, data_dir=data_dir)
+    assert reopened.last_repair["dropped"] == ["d1"] and reopened.count() == 0
+    assert ingest_documents([doc], reopened, progress=False).chunks_added == 3
+    assert visible_versions(reopened, data_dir, {"d1": {"v1": doc}}, collected=True) == {"d1": "v1"}

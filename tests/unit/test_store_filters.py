@@ -145,3 +145,16 @@ def test_cli_collections_on_an_empty_data_dir(tmp_path: Path) -> None:
     out = _cli("collections", "--data-dir", str(tmp_path))
     assert out.returncode == 0 and "no collections yet" in out.stdout
     assert json.loads(_cli("collections", "--data-dir", str(tmp_path), "--json").stdout) == []
+
+
+def test_an_empty_collection_reads_as_empty(tmp_path: Path) -> None:
+    """Not a reshape error: the conversation turns a count of 0 into EmptyCollectionError naming the collection."""
+    from reground.graph.builder import build_graph as build
+    from reground.tools.store import EmptyCollectionError as Empty
+
+    store = PassageStore.open("empty-docs", data_dir=tmp_path, create=True)
+    assert (store.count(), store.metadata_fields(), store.all_chunks({"country": "DE"})) == (0, [], [])
+    context = Context(collection="empty-docs", data_dir=str(tmp_path))
+    payload = {"messages": [{"role": "user", "content": "How much annual leave do I get?"}]}
+    with pytest.raises(Empty, match="'empty-docs' is empty"):
+        build(chat_model=ScriptedChatModel()).invoke(payload, config=run_config(context), context=context)
