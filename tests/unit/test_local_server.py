@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -92,10 +93,15 @@ def test_a_stale_record_is_dropped(tmp_path: Path) -> None:
 
 def _fake_server(port: int) -> subprocess.Popen[bytes]:
     """A process whose command line reads like the llama.cpp server's (it only sleeps), in its own session."""
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(60)", "-m", "llama_cpp.server", "--port", str(port)],
         start_new_session=True,
     )
+    deadline = time.monotonic() + 30
+    while b"llama_cpp.server" not in Path(f"/proc/{proc.pid}/cmdline").read_bytes():  # until exec has happened
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    return proc
 
 
 def _record(state: Path, proc: subprocess.Popen[bytes], port: int, data_dir: Path | str) -> dict[str, object]:
