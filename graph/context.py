@@ -17,7 +17,6 @@ from reground.prompts import keywords as keyword_prompts
 from reground.prompts import refine as refine_prompts
 from reground.prompts import refine_question as refine_question_prompts
 from reground.prompts import rerank as rerank_prompts
-from reground.prompts import self_check as self_check_prompts
 from reground.tools.errors import InputError
 
 DEFAULT_GROUNDEDNESS_THRESHOLD = 0.5  # used until `reground eval calibrate` writes a measured one
@@ -86,6 +85,13 @@ class Context:
     use_question_refiner: bool = field(
         default=True, metadata=_describe("Rewrite follow-ups into standalone questions (ConvRAG refiner).")
     )
+    rewrite_below_margin: float = field(
+        default=0.25,
+        metadata=_describe(
+            "Rewrite a follow-up (one LLM call) only when the history-aware document ranking's top document "
+            "leads the second by less than this share of its score; 0 = never rewrite, 1 = always."
+        ),
+    )
     keyword_method: Literal["llm", "lexical", "off"] = field(
         default="lexical",
         metadata=_describe("Keywords: 'llm' (structured output), 'lexical' (no LLM call) or 'off'."),
@@ -116,12 +122,16 @@ class Context:
 
     # --- answer --------------------------------------------------------------------------
     use_self_check: bool = field(
-        default=True, metadata=_describe("Judge each passage helpful or not before answering (ConvRAG).")
-    )
-    self_check_inline: bool = field(
         default=True,
         metadata=_describe(
-            "Self-check in the answer call's first line ('Helpful: [1], [3]'): one LLM call instead of two."
+            "Use the answer call's verdicts on which passages help (ConvRAG self-check, a field of the same "
+            "structured reply) to choose the citations."
+        ),
+    )
+    answer_evidence: int = field(
+        default=2,
+        metadata=_describe(
+            "Passage sentences closest to the question (LLM-free) shown to the answer call as evidence; 0 = none."
         ),
     )
     max_answer_sentences: int = field(
@@ -174,7 +184,25 @@ class Context:
         default=0.05, metadata=_describe("Sufficiency: ROUGE-L of the answer vs the passages.")
     )
     relevance_threshold: float = field(
-        default=0.05, metadata=_describe("Sufficiency: ROUGE-L of the answer vs the question and history.")
+        default=0.2,
+        metadata=_describe(
+            "Sufficiency of relevance: token F1 of the answer against the passage sentences closest to the "
+            "question (0 when it repeats the previous reply). Below it the answer is refined on relevance."
+        ),
+    )
+    evidence_dense_weight: float = field(
+        default=1.0,
+        metadata=_describe(
+            "Weight of the question's MiniLM cosine beside its word overlap when passage sentences are ranked as "
+            "evidence (the answer's hint, the relevance anchor and the extractive refinement)."
+        ),
+    )
+    relevance_refinement: Literal["extractive", "llm"] = field(
+        default="extractive",
+        metadata=_describe(
+            "How an answer under the relevance threshold is refined: 'extractive' (the closest passage "
+            "sentence, in the documents' own words; no LLM call) or 'llm' (ProMiSe's relevance prompt)."
+        ),
     )
     principle_weights: dict[str, float] = field(
         default_factory=lambda: {"specificity": 1.0, "faithfulness": 1.0, "relevance": 1.0},
@@ -203,9 +231,6 @@ class Context:
     )
     keywords_prompt: str = field(default=keyword_prompts.SYSTEM, metadata=_describe("Prompt: extract keywords."))
     rerank_prompt: str = field(default=rerank_prompts.TASK, metadata=_describe("Prompt: listwise LLM rerank."))
-    self_check_prompt: str = field(
-        default=self_check_prompts.TASK, metadata=_describe("Prompt: judge each passage helpful or not.")
-    )
     answer_prompt: str = field(default=answer_prompts.TASK, metadata=_describe("Prompt: the answer rules."))
     groundedness_prompt: str = field(
         default=groundedness_prompts.TASK, metadata=_describe("Prompt: list unsupported claims.")
@@ -249,13 +274,17 @@ class Context:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ContextError(f"context field {name!r} must be an integer >= 1, got {value!r}")
-        for name in ("max_reground_attempts", "max_refine_iterations", "history_token_budget"):
+        for name in ("max_reground_attempts", "max_refine_iterations", "history_token_budget", "answer_evidence"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ContextError(f"context field {name!r} must be an integer >= 0, got {value!r}")
         if self.groundedness_threshold is not None and not 0.0 <= float(self.groundedness_threshold) <= 1.0:
             raise ContextError(
                 f"context field 'groundedness_threshold' must be in [0, 1], got {self.groundedness_threshold!r}"
+            )
+        if not 0.0 <= float(self.rewrite_below_margin) <= 1.0:
+            raise ContextError(
+                f"context field 'rewrite_below_margin' must be in [0, 1], got {self.rewrite_below_margin!r}"
             )
         if not 0.0 <= float(self.llm_judge_band) <= 1.0:
             raise ContextError(f"context field 'llm_judge_band' must be in [0, 1], got {self.llm_judge_band!r}")
@@ -265,6 +294,7 @@ class Context:
             "keyword_method": ("llm", "lexical", "off"),
             "rerank_method": ("fusion", "llm", "http", "off"),
             "review_mode": ("off", "failed", "all"),
+            "relevance_refinement": ("extractive", "llm"),
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:

@@ -54,6 +54,8 @@ class Draft(TypedDict):
     groundedness_parts: dict[str, float]
     unsupported_claims: list[str]
     kind: str  # "answer" | "not_found" | "clarify"
+    relevance: float  # does it answer the question: token F1 against the closest passage sentences (tools/evidence.py)
+    relevance_parts: dict[str, float]
 
 
 class TurnResult(TypedDict):
@@ -61,6 +63,7 @@ class TurnResult(TypedDict):
     citations: list[Citation]
     passages: list[Passage]
     groundedness: float
+    relevance: float
     principle_scores: dict[str, float]
     passed: bool
     fallback_reason: str | None

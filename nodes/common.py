@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,18 +72,3 @@ def grounded_messages(
 ) -> list[BaseMessage]:
     """Shared prefix first, the call's own task last: what lets the server reuse the prefix."""
     return [shared_prefix(passages, history, question), HumanMessage(task)]
-
-
-_NUMBER_LINE = re.compile(r"\[?\s*(\d{1,2})\s*[\]\).:-]")
-
-
-def numbered_lines(text: str) -> dict[int, str]:
-    """Map '[n] rest' / 'n. rest' / 'Passage n: rest' lines to {n: rest}; the first mention wins."""
-    found: dict[int, str] = {}
-    for line in text.splitlines():
-        cleaned = line.strip().lstrip("*-# ").replace("Passage", "").replace("passage", "").strip()
-        match = _NUMBER_LINE.match(cleaned)
-        if match:
-            number = int(match.group(1))
-            found.setdefault(number, cleaned[match.end() :].strip(" *:-"))
-    return found

@@ -12,6 +12,7 @@ from reground.graph.context import Context
 from reground.graph.state import Citation, Draft, State, TurnResult
 from reground.nodes.common import NodeEnv
 from reground.prompts import answer as answer_prompts
+from reground.tools.lexical import lexical_tokens
 from reground.tools.scoring import squad_tokens
 from reground.tools.types import Passage
 
@@ -26,9 +27,16 @@ def outcome(draft: Draft | None, state: State, context: Context) -> tuple[str, b
     if draft["kind"] == "not_found":
         return draft["text"], False, "the documents in scope do not contain the answer"
     threshold = context.resolved_groundedness_threshold()
-    if draft["groundedness"] >= threshold:
-        return draft["text"], True, None
     attempts = state.get("reground_attempts", 0)
+    if draft["groundedness"] >= threshold and draft.get("relevance", 1.0) >= context.relevance_threshold:
+        return draft["text"], True, None
+    if draft["groundedness"] >= threshold:
+        # Grounded, but in a passage that answers another question: never passed off as the answer.
+        reason = (
+            f"answer does not address the question: relevance {draft.get('relevance', 0.0):.2f} < threshold "
+            f"{context.relevance_threshold:.2f} after {state.get('refine_iterations', 0)} refinement(s)"
+        )
+        return answer_prompts.NOT_FOUND.format(escalation=context.escalation), False, reason
     reason = (
         f"answer not grounded: score {draft['groundedness']:.2f} < threshold "
         f"{threshold:.2f} after {attempts} re-grounding attempt(s)"
@@ -47,19 +55,22 @@ def best_quote(passage: Passage, answer: str) -> str:
 
 
 def supporting_passages(answer: str, passages: Sequence[Passage], min_share: float = 0.5) -> list[int]:
-    """Passages holding at least `min_share` of the answer's words, best first: what a grounded answer
-    that carries no [n] marker (and had no self-check verdicts) still owes the user as citations."""
-    words = set(squad_tokens(answer))
+    """Passages holding at least `min_share` of the answer's content words and close to the best one's share,
+    best first: the passages a citation can vouch for (a passage on another topic shares only common words)."""
+    words = set(lexical_tokens(answer))
     if not words:
         return []
-    shares = [(len(words & set(squad_tokens(p["text"]))) / len(words), n) for n, p in enumerate(passages, start=1)]
-    return [n for share, n in sorted(shares, key=lambda x: -x[0]) if share >= min_share]
+    shares = [(len(words & set(lexical_tokens(p["text"]))) / len(words), n) for n, p in enumerate(passages, start=1)]
+    best = max(share for share, _ in shares)
+    return [n for share, n in sorted(shares, key=lambda x: -x[0]) if share >= max(min_share, 0.8 * best)]
 
 
 def citations_for(answer: str, passages: Sequence[Passage], helpful: Sequence[int]) -> list[Citation]:
-    numbers = [int(n) for n in _CITED.findall(answer) if 1 <= int(n) <= len(passages)]
-    if not numbers:
-        numbers = list(helpful) or supporting_passages(answer, passages)
+    """What the answer cites: its [n] markers, the helpful passages or all passages, each kept only if it
+    holds the answer's content; a marker or verdict on an unrelated passage is dropped."""
+    supporting = supporting_passages(answer, passages)
+    marked = [int(n) for n in _CITED.findall(answer) if 1 <= int(n) <= len(passages)]
+    numbers = [n for n in marked if n in supporting] or [n for n in supporting if n in helpful] or supporting[:1]
     seen: list[int] = []
     for n in numbers:
         if n not in seen:
@@ -99,6 +110,7 @@ def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
         citations=citations,
         passages=passages,
         groundedness=draft["groundedness"] if draft else 0.0,
+        relevance=draft.get("relevance", 0.0) if draft else 0.0,
         principle_scores=draft["principle_scores"] if draft else {},
         passed=passed,
         fallback_reason=reason,

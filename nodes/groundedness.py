@@ -6,10 +6,12 @@ import re
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, Field
 from reground.graph.state import Draft, State
 from reground.nodes.common import NodeEnv, grounded_messages
-from reground.tools.chat import LLMReplyError, call_parsed
+from reground.tools.chat import LLMReplyError
 from reground.tools.scoring import k_precision, rouge_l
+from reground.tools.structured import call_json
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _CITATION = re.compile(r"\[\d+\]")
@@ -21,18 +23,10 @@ def sentences(text: str) -> list[str]:
     return [s for s in (part.strip() for part in _SENTENCE.split(_CITATION.sub("", text))) if len(s.split()) >= 3]
 
 
-def parse_unsupported(text: str) -> list[str]:
-    """'NONE' → []; '- claim' lines → the claims. Anything else does not parse."""
-    stripped = text.strip().strip(".").strip()
-    if re.fullmatch(r"(?i)\**\s*none\s*\**", stripped) or re.match(r"(?i)^(none|no unsupported)", stripped):
-        return []
-    claims = [
-        line.strip().lstrip("-*•").strip() for line in text.splitlines() if re.match(r"^\s*([-*•]|\d+[.)])\s+", line)
-    ]
-    claims = [c for c in claims if c and not re.fullmatch(r"(?i)none\.?", c)]
-    if not claims:
-        raise ValueError("reply was neither NONE nor a list of '- claim' lines")
-    return claims
+class GroundednessVerdict(BaseModel):
+    """The judge's reply: the answer's claims the passages do not support (empty: all supported)."""
+
+    unsupported_claims: list[str] = Field(description="claims of the answer the passages do not support")
 
 
 def embedding_support(answer: str, passage_vectors: np.ndarray, env: NodeEnv) -> float:
@@ -59,8 +53,8 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
     if draft is None:
         raise ValueError("check_groundedness ran without a draft answer")
     passages = list(state.get("passages", []))
-    if draft["kind"] in {"not_found", "clarify"} or not passages:
-        # An honest "not in the documents" or a question back is not a hallucination.
+    if draft["kind"] == "not_found" or not passages:
+        # An honest "not in the documents" is not a hallucination.
         return {
             "draft": Draft(**{**draft, "groundedness": 1.0, "groundedness_parts": {}, "unsupported_claims": []}),
             "draft_checked": True,
@@ -90,9 +84,10 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
             context.groundedness_prompt.format(answer=draft["text"]),
         )
         try:
-            unsupported = call_parsed(
-                model, messages, parse_unsupported, env.stats, tags=["check_groundedness"], max_tokens=120
+            verdict, _ = call_json(
+                model, messages, GroundednessVerdict, env.stats, tags=["check_groundedness"], max_tokens=120
             )
+            unsupported = [c.strip() for c in verdict.unsupported_claims if c.strip()]
             claims = max(1, len(sentences(draft["text"])))
             parts["llm_judge"] = 1.0 - min(1.0, len(unsupported) / claims)
         except LLMReplyError as exc:

@@ -11,9 +11,9 @@ from pydantic import BaseModel, Field, field_validator
 from reground.graph.state import State
 from reground.nodes.common import NodeEnv, format_history
 from reground.prompts import keywords as prompts
-from reground.tools.chat import LLMReplyError, call_structured
+from reground.tools.chat import LLMReplyError
 from reground.tools.lexical import STOPWORDS
-from reground.tools.llm import structured_output_method
+from reground.tools.structured import call_json
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]{2,}")
 
@@ -65,15 +65,7 @@ def extract_keywords(state: State, env: NodeEnv) -> dict[str, Any]:
         ),
     ]
     try:
-        reply = call_structured(
-            model,
-            messages,
-            Keywords,
-            env.stats,
-            method=structured_output_method(env.context.model_for("refiner")),
-            tags=["extract_keywords"],
-            max_tokens=60,
-        )
+        reply, _ = call_json(model, messages, Keywords, env.stats, tags=["extract_keywords"], max_tokens=60)
         return {"keywords": reply.keywords}
     except LLMReplyError as exc:
         env.stats.notes.append(f"keywords unusable ({exc}); using the lexical extractor")

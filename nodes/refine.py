@@ -1,17 +1,31 @@
-"""ProMiSe: refine the answer one principle at a time, keeping a candidate only if it improves enough."""
+"""ProMiSe: refine the answer one principle at a time; a candidate that clears every threshold is taken, else it
+must improve enough (the weighted improvement over lambda).
+
+Relevance is refined without an LLM call by default: the candidate is the passage sentence closest to the
+question, in the documents' own words (what an answer to this question restates; tools/evidence.py).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, Field
 from reground.graph.context import Context
 from reground.graph.state import Draft, State
-from reground.nodes.answer import make_draft
+from reground.nodes.answer import JSON_OVERHEAD_TOKENS, cap_sentences, evidence_for, make_draft
 from reground.nodes.common import NodeEnv, grounded_messages
-from reground.tools.chat import LLMReplyError, call_parsed
+from reground.tools.chat import LLMReplyError
+from reground.tools.evidence import extractive_answer
 from reground.tools.scoring import majority_best, weighted_improvement
+from reground.tools.structured import call_json
 
 PRINCIPLES = ("specificity", "faithfulness", "relevance")
+
+
+class RefinedAnswer(BaseModel):
+    """A refinement's reply: the improved answer only."""
+
+    answer: str = Field(description="the improved reply to the user")
 
 
 def failing_principles(draft: Draft, thresholds: dict[str, float]) -> list[str]:
@@ -26,16 +40,6 @@ def thresholds_of(c: Context) -> dict[str, float]:
     }
 
 
-def _usable(text: str) -> str:
-    text = text.strip()
-    for prefix in ("Improved response:", "More specific:", "More faithful:", "More relevant:"):
-        if text.lower().startswith(prefix.lower()):
-            text = text[len(prefix) :].strip()
-    if len(text.split()) < 2:
-        raise ValueError("the refined response is empty")
-    return text
-
-
 def refine(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
     current = state.get("draft")
@@ -45,29 +49,40 @@ def refine(state: State, env: NodeEnv) -> dict[str, Any]:
     failing = failing_principles(current, thresholds_of(context)) or list(PRINCIPLES)
     env.progress("refine", "refining the answer", principles=failing)
     candidates: list[Draft] = []
+    evidence = evidence_for(state, passages, env)
     # One candidate per failing principle; sequential so the local server's prefix cache serves them.
     for principle in failing:
+        if principle == "relevance" and context.relevance_refinement == "extractive":
+            text, _ = extractive_answer(evidence, max_sentences=1)
+            if text:
+                candidates.append(make_draft(text, passages, state, evidence))
+            continue
         task = context.refine_prompts[principle].format(
             answer=current["text"], question=state.get("standalone_question") or state["question"]
         )
         model = env.services.chat(context, "answer")
         try:
-            text = call_parsed(
+            reply, _ = call_json(
                 model,
                 grounded_messages(passages, state.get("history", []), state["question"], task),
-                _usable,
+                RefinedAnswer,
                 env.stats,
                 tags=["refine", principle],
-                max_tokens=context.max_answer_tokens,
+                max_tokens=context.max_answer_tokens + JSON_OVERHEAD_TOKENS,
             )
         except LLMReplyError:
             continue
-        candidates.append(make_draft(text, passages, state))
+        text = cap_sentences(reply.answer, context.max_answer_sentences)
+        if len(text.split()) >= 2:
+            candidates.append(make_draft(text, passages, state, evidence))
     iteration = state.get("refine_iterations", 0) + 1
     if not candidates:
         env.stats.notes.append("no usable refinement; keeping the answer")
         return {"refine_iterations": iteration}
     best = candidates[majority_best([c["principle_scores"] for c in candidates])]
+    if not failing_principles(best, thresholds_of(context)):
+        env.stats.notes.append("refined answer clears every threshold; answer replaced")
+        return {"refine_iterations": iteration, "draft": best, "draft_checked": False}
     gain = weighted_improvement(best["principle_scores"], current["principle_scores"], context.principle_weights)
     if gain <= context.improvement_lambda:
         env.stats.notes.append(

@@ -1,4 +1,10 @@
-"""ConvRAG's question refiner: rewrite a follow-up into a standalone question (no LLM call when not needed)."""
+"""ConvRAG's question refiner: rewrite a follow-up into a standalone question, only where it pays.
+
+A first turn or a standalone question needs no rewrite. A follow-up is rewritten only when the history-aware
+document ranking (question + recent dialogue, LLM-free, what ReGround found retrieves best) is not confident:
+when its top document leads by a clear margin, retrieval already knows what the user means and the call
+would cost a turn's latency for nothing (evals/README.md, "Calls only where they pay").
+"""
 
 from __future__ import annotations
 
@@ -6,12 +12,14 @@ import re
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
+from pydantic import BaseModel, Field, field_validator
 from reground.graph.state import State
 from reground.nodes.common import NodeEnv, format_history
 from reground.prompts import refine_question as prompts
-from reground.tools.chat import LLMReplyError, call_parsed
-from reground.tools.retrieval import history_query
+from reground.tools.chat import LLMReplyError
+from reground.tools.retrieval import RetrievalQuery, history_query
 from reground.tools.scoring import squad_tokens
+from reground.tools.structured import call_json
 
 # Words that only make sense with the conversation: their presence (or a very short question)
 # is what makes a question a follow-up worth an LLM call.
@@ -47,21 +55,44 @@ def needs_rewrite(question: str, has_history: bool) -> bool:
     return len(words) < _MIN_STANDALONE_WORDS or bool(_ANAPHORA.search(question))
 
 
-def parse_rewrite(text: str) -> str:
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    line = re.sub(r"^(standalone question|question|rewritten question)\s*:\s*", "", line, flags=re.IGNORECASE)
-    line = line.strip().strip('"').strip()
-    if len(line.split()) < 2:
-        raise ValueError("the rewrite is empty or a single word")
-    if len(line) > 400:
-        raise ValueError("the rewrite is far longer than a question")
-    return line
+class Rewrite(BaseModel):
+    """A rewritten question or search query: one line of at least two words."""
+
+    question: str = Field(description="the standalone question")
+
+    @field_validator("question")
+    @classmethod
+    def _one_question(cls, value: str) -> str:
+        value = " ".join(value.split())
+        if len(value.split()) < 2:
+            raise ValueError("the rewrite is empty or a single word")
+        if len(value) > 400:
+            raise ValueError("the rewrite is far longer than a question")
+        return value
+
+
+def ranking_margin(question: str, history: list[dict[str, str]], env: NodeEnv) -> float:
+    """How far the history-aware ranking's top document leads the second: (s1 - s2) / s1, in [0, 1]."""
+    context = env.context
+    query = RetrievalQuery(
+        question=question, history_query=history_query(question, history, context.history_token_budget)
+    )
+    ranked = env.services.retriever(context).rank_documents(query, where=context.metadata_filter or None, k=2)
+    if not ranked or ranked[0][1] <= 0:
+        return 0.0
+    second = ranked[1][1] if len(ranked) > 1 else 0.0
+    return max(0.0, (ranked[0][1] - second) / ranked[0][1])
 
 
 def refine_question(state: State, env: NodeEnv) -> dict[str, Any]:
     question, history = state["question"], state.get("history", [])
     if not env.context.use_question_refiner or not needs_rewrite(question, bool(history)):
         return {"standalone_question": question, "retrieval_query": question, "query_mode": "refined"}
+    if env.context.rewrite_below_margin < 1.0:
+        margin = ranking_margin(question, history, env)
+        if margin >= env.context.rewrite_below_margin:
+            env.stats.notes.append(f"no rewrite: the history-aware ranking is confident (margin {margin:.2f})")
+            return _question_with_history(question, history, env)
     env.progress("refine_question", "rewriting the follow-up with the conversation")
     model = env.services.chat(env.context, "refiner")
     messages = [
@@ -69,9 +100,10 @@ def refine_question(state: State, env: NodeEnv) -> dict[str, Any]:
         HumanMessage(prompts.USER.format(history=format_history(history[-6:]), question=question)),
     ]
     try:
-        standalone = call_parsed(
-            model, messages, parse_rewrite, env.stats, tags=["refine_question"], max_tokens=REWRITE_MAX_TOKENS
+        reply, _ = call_json(
+            model, messages, Rewrite, env.stats, tags=["refine_question"], max_tokens=REWRITE_MAX_TOKENS
         )
+        standalone = reply.question
     except LLMReplyError as exc:
         env.stats.notes.append(f"rewrite unusable ({exc}); using question + recent history")
         return _question_with_history(question, history, env)

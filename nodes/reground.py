@@ -8,9 +8,10 @@ from langchain_core.messages import HumanMessage
 from reground.graph.state import State
 from reground.nodes.common import NodeEnv, format_history
 from reground.nodes.keywords import lexical_keywords
-from reground.nodes.refine_question import REWRITE_MAX_TOKENS, parse_rewrite
-from reground.tools.chat import LLMReplyError, call_parsed
+from reground.nodes.refine_question import REWRITE_MAX_TOKENS, Rewrite
+from reground.tools.chat import LLMReplyError
 from reground.tools.retrieval import history_query
+from reground.tools.structured import call_json
 
 
 def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
@@ -28,14 +29,10 @@ def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
             history=format_history(history[-6:]), question=question, previous_query=state.get("retrieval_query", "")
         )
         try:
-            query = call_parsed(
-                model,
-                [HumanMessage(prompt)],
-                parse_rewrite,
-                env.stats,
-                tags=["re_ground"],
-                max_tokens=REWRITE_MAX_TOKENS,
+            reply, _ = call_json(
+                model, [HumanMessage(prompt)], Rewrite, env.stats, tags=["re_ground"], max_tokens=REWRITE_MAX_TOKENS
             )
+            query = reply.question
             mode = "rewritten"
         except LLMReplyError as exc:
             env.stats.notes.append(f"query rewrite unusable ({exc}); widening the history instead")

@@ -2,29 +2,27 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from pydantic import BaseModel, Field
 from reground.graph.state import State
-from reground.nodes.common import NodeEnv, grounded_messages, numbered_lines
-from reground.tools.chat import LLMReplyError, call_parsed
+from reground.nodes.common import NodeEnv, grounded_messages
+from reground.tools.chat import LLMReplyError
 from reground.tools.rerank_http import rerank_over_http
 from reground.tools.retrieval import fuse_rerank
+from reground.tools.structured import call_json
 from reground.tools.types import Passage
 
-_SCORE = re.compile(r"(\d{1,2}(?:\.\d+)?)")
+
+class PassageScores(BaseModel):
+    """The listwise rerank's reply: a 1-10 usefulness score per passage, in the passages' order."""
+
+    scores: list[int] = Field(description="one score from 1 to 10 per passage, in order")
 
 
-def parse_relevance(text: str, count: int) -> dict[int, float]:
-    """'[n] score' lines (or 'n: 7/10', 'Passage n - score 7') → {n: score in [0, 10]}."""
-    scores: dict[int, float] = {}
-    for number, rest in numbered_lines(text).items():
-        match = _SCORE.search(rest)
-        if 1 <= number <= count and match:
-            scores[number] = min(10.0, max(0.0, float(match.group(1))))
-    if not scores:
-        raise ValueError("no '[number] score' lines found")
-    return scores
+def scores_by_number(reply: PassageScores, count: int) -> dict[int, float]:
+    """{passage number: score in [0, 10]} for the passages the reply scored (extra scores are ignored)."""
+    return {i: min(10.0, max(0.0, float(s))) for i, s in enumerate(reply.scores[:count], start=1)}
 
 
 def _with_scores(passages: list[Passage], scores: dict[int, float], n: int) -> list[Passage]:
@@ -58,14 +56,10 @@ def rerank(state: State, env: NodeEnv) -> dict[str, Any]:
         candidates, state.get("history", []), state["question"], context.rerank_prompt.format(question=query)
     )
     try:
-        parsed = call_parsed(
-            model,
-            messages,
-            lambda text: parse_relevance(text, len(candidates)),
-            env.stats,
-            tags=["rerank"],
-            max_tokens=8 * len(candidates) + 8,
+        reply, _ = call_json(
+            model, messages, PassageScores, env.stats, tags=["rerank"], max_tokens=4 * len(candidates) + 16
         )
+        parsed = scores_by_number(reply, len(candidates))
     except LLMReplyError as exc:
         env.stats.notes.append(f"rerank reply unusable ({exc}); using score fusion")
         return {"passages": fuse_rerank(candidates, n)}

@@ -12,24 +12,22 @@ Conversation so far:
 
 PASSAGE = "[{number}] {title}{section} ({url})\n{text}"
 
-# The answer task. `{judge_passages}` is INLINE_SELF_CHECK (ConvRAG's self-check in the answer call's
-# first line: one LLM call) or USE_HELPFUL (after a separate self-check call). Written against what a
-# 0.5B model does with weaker wording: it echoes the numbered passages, or answers every question
-# with the escalation sentence.
+# The answer task, asked for as JSON (schema in nodes/answer.py, enforced by the server): ConvRAG's
+# self-check ("helpful") and the reply in one call. `{evidence}` is EVIDENCE (the passage sentences closest
+# to the question, LLM-free) or empty. The reply reuses the passages' wording: on doc2dial dev the passage
+# sentence that matches the question scores higher token F1 against the human reply than the 0.5B model's
+# paraphrase (evals/README.md, "Answer relevance").
 TASK = """The user's last message: {question}
+{evidence}
+Write the support agent's reply to the user's last message. In "helpful", list the numbers of the passages \
+above that help answer it (empty if none does). In "answer", write the reply: 1 or 2 short sentences that \
+answer exactly what the user asked, in the passages' own words, addressed to the user as "you"; say which \
+country, region or employment type it applies to when a passage says so. Do not repeat an earlier reply. \
+If no passage helps, say the documents do not cover it and add: {escalation}."""
 
-{judge_passages}
-- 1 to 3 short sentences, addressed to the user as "you", with facts taken only from the helpful passages, \
-citing them like [1]; say which country, region or employment type it applies to when a passage says so, \
-and include a passage's URL when it helps the user act;
-- do not copy the passage titles or list the passages;
-- only if no passage helps, say the documents do not cover it and add: {escalation}.
+EVIDENCE = """The passage sentences closest to this question (use them if they answer it):
+{sentences}
 """
-
-INLINE_SELF_CHECK = """Write the support agent's reply. First write one line "Helpful:" with the numbers of the \
-passages above that help, like "Helpful: [n], [m]" (or "Helpful: none"). Then write the reply:"""
-
-USE_HELPFUL = """Write the support agent's reply from the passages marked helpful: {helpful}. The reply:"""
 
 NOT_FOUND = "I could not find this in the documents available to you, so I won't guess: {escalation}."
 

@@ -4,6 +4,6 @@ TASK = """Check this answer to the user's last question against the passages abo
 
 Answer: {answer}
 
-List every claim of the answer that the passages do NOT support, one per line starting with "- ". \
-A question back to the user, or a statement that the documents do not contain the answer, is not \
-an unsupported claim. If every claim is supported, reply with exactly: NONE"""
+In "unsupported_claims", list every claim of the answer that the passages do NOT support (an empty list \
+if every claim is supported). A question back to the user, or a statement that the documents do not \
+contain the answer, is not an unsupported claim."""

@@ -2,7 +2,7 @@
 
 SYSTEM = """Extract 2 to 5 search keywords for finding documents that answer the question. Use the \
 question, its standalone rewrite and the conversation. Prefer specific nouns and noun phrases \
-(topics, forms, benefits, places). Reply as JSON: {"keywords": ["...", "..."]}"""
+(topics, forms, benefits, places)."""
 
 USER = """Conversation:
 {history}

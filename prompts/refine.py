@@ -53,7 +53,7 @@ Current response: {{answer}}
 
 Let's make this response more {principle}. Use only facts from the passages above, keep the citations \
 like [1], stay concise, and answer the user's last question: {{question}}
-Improved response:"""
+Write the improved response in "answer"."""
 
 
 def _render(principle: str) -> str:

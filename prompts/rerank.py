@@ -1,9 +1,6 @@
 """Prompt of the listwise LLM reranker (ReGround's LLM rerank, 1-10 relevance)."""
 
 TASK = """Rate how useful each numbered passage above is for answering the question, from 1 (useless) \
-to 10 (answers it directly). Reply with one line per passage in the form "[number] score", \
-for example:
-[1] 8
-[2] 3
+to 10 (answers it directly): in "scores", one score per passage, in the passages' order.
 
 Question: {question}"""

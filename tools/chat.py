@@ -11,11 +11,9 @@ from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from pydantic import BaseModel, ValidationError
 from reground.tools.llm import LLMTimeoutError, LLMUnavailableError, token_cap
 
 T = TypeVar("T")
-SchemaT = TypeVar("SchemaT", bound=BaseModel)
 
 REPAIR_INSTRUCTION = (
     "Your previous reply could not be used: {problem}. Reply again, following the requested format exactly."
@@ -82,9 +80,16 @@ def _invoke(
     tags: Sequence[str],
     max_tokens: int | None = None,
 ) -> AIMessage:
+    return invoke_model(model, messages, stats, tags, **token_cap(model, max_tokens))
+
+
+def invoke_model(
+    model: BaseChatModel, messages: Sequence[BaseMessage], stats: CallStats, tags: Sequence[str], **kwargs: Any
+) -> AIMessage:
+    """One call with per-call request arguments, its cost recorded, transport failures as ModelErrors."""
     started = time.perf_counter()
     try:
-        reply = model.invoke(list(messages), config={"tags": list(tags)}, **token_cap(model, max_tokens))
+        reply = model.invoke(list(messages), config={"tags": list(tags)}, **kwargs)
     except Exception as exc:
         failure = model_failure(model, exc)
         if failure is not None:
@@ -156,50 +161,3 @@ def parse_json_object(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError("JSON is not an object")
     return value
-
-
-def call_structured(
-    model: BaseChatModel,
-    messages: Sequence[BaseMessage],
-    schema: type[SchemaT],
-    stats: CallStats,
-    *,
-    method: str = "function_calling",
-    tags: Sequence[str] = (),
-    max_tokens: int | None = None,
-) -> SchemaT:
-    """Structured output with a method the backend supports; falls back to parsing JSON text.
-
-    Models that cannot bind tools (or return no tool call) are asked for JSON and parsed, with the
-    same single repair retry as call_parsed.
-    """
-    try:
-        bound = model.with_structured_output(schema, method=method, include_raw=True)
-    except NotImplementedError:
-        bound = None
-    if bound is not None:
-        started = time.perf_counter()
-        try:
-            out: Any = bound.invoke(list(messages), config={"tags": list(tags)}, **token_cap(model, max_tokens))
-        except Exception as exc:
-            failure = model_failure(model, exc)
-            if failure is not None:
-                raise failure from exc
-            out = None
-            stats.notes.append(f"structured call failed ({type(exc).__name__}); parsing JSON text instead")
-        if isinstance(out, dict):
-            raw = out.get("raw")
-            if isinstance(raw, BaseMessage):
-                stats.add_message(raw, time.perf_counter() - started)
-            parsed = out.get("parsed")
-            if isinstance(parsed, schema):
-                return parsed
-            stats.notes.append("structured reply did not validate; parsing JSON text instead")
-
-    def parse(text: str) -> SchemaT:
-        try:
-            return schema.model_validate(parse_json_object(text))
-        except ValidationError as exc:
-            raise ValueError(f"JSON does not match the schema: {exc.errors()[0]['msg']}") from exc
-
-    return call_parsed(model, messages, parse, stats, tags=tags, max_tokens=max_tokens)

@@ -1,13 +1,21 @@
 """A scripted chat model for tests (yours and ours): replies per task, records every call.
 
 It stands in for a real LLM behind the same LangChain interface, so a graph runs end to end with no
-server. Each reply is chosen by the task the prompt asks for (recognised from the prompt text), from a
-script of replies per task; the last reply of a task repeats. Tool binding returns the model itself,
-and structured output is not implemented, like langchain-core's fakes: reground then parses JSON text.
+server. A call's task is the first tag it sends that names one (every reground call tags itself:
+`answer`, `refine_question`, `check_groundedness`, ...), so rewording a prompt changes nothing here; an
+untagged call is matched by its prompt's wording as a last resort, else it is `other`. Replies come from a
+script per task (the last one repeats). Structured requests (`with_structured_output`) get the reply as the
+schema: JSON that validates is taken as it is, and plain text is put into the schema's one text field (or,
+for a list of strings, one item per "- " line; "NONE" is the empty list), so a script can say what the model
+writes without spelling out JSON. `max_tokens` cuts a reply to that many words, and each call takes the
+task's next scripted reply (so best-of-N samples can differ).
 """
 
 from __future__ import annotations
 
+import json
+import re
+import typing
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -16,47 +24,87 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from pydantic import Field, PrivateAttr
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
-# How a task is recognised: a phrase its prompt always contains (checked in this order).
-TASK_MARKERS: tuple[tuple[str, str], ...] = (
-    ("Let's make this response more", "refine"),
-    ("Rewrite the search query", "reground"),
-    ("Standalone question:", "refine_question"),
-    ("search keywords", "keywords"),
-    ("Rate how useful each numbered passage", "rerank"),
-    ("check each numbered passage", "self_check"),
-    ("Check this answer", "groundedness"),
-    ("Write the support agent's reply", "answer"),
-    ("Answer the user's last question", "answer"),  # the evaluation baselines' one call
-)
+# The tags reground's calls send, and the script key each one reads.
+TAG_TASKS: dict[str, str] = {
+    "answer": "answer",
+    "refine_question": "refine_question",
+    "extract_keywords": "keywords",
+    "rerank": "rerank",
+    "check_groundedness": "groundedness",
+    "re_ground": "reground",
+    "refine": "refine",
+    "baseline": "answer",
+    "judge": "other",
+}
+
+# Untagged calls (a user's own prompts): recognised by a phrase, as a last resort.
+TASK_MARKERS: tuple[tuple[str, str], ...] = (("Standalone question:", "refine_question"),)
 
 DEFAULT_REPLIES: dict[str, str] = {
     "refine_question": "What is the policy?",
     "keywords": '{"keywords": ["policy"]}',
-    "rerank": "[1] 9\n[2] 5\n[3] 2",
-    "self_check": "[1] helpful - it answers the question\n[2] not helpful - other topic\n[3] not helpful - other topic",
+    "rerank": '{"scores": [9, 5, 2]}',
     "answer": "The passage says so [1].",
-    "groundedness": "NONE",
+    "groundedness": '{"unsupported_claims": []}',
     "reground": "policy details from the conversation",
     "refine": "The passage says so, specifically [1].",
     "other": "OK",
 }
 
 
+def first_passage_sentence(messages: Sequence[BaseMessage]) -> str:
+    """A grounded answer: the first sentence of passage [1] in the shared prefix, cited."""
+    system = str(messages[0].content)
+    match = re.search(r"\[1\][^\n]*\n(.+?[.!?])(\s|$)", system, re.DOTALL)
+    if not match:
+        raise AssertionError("the shared prefix must carry numbered passages")
+    return f"{match.group(1).strip()} [1]"
+
+
 def first_passage_reply(messages: Sequence[BaseMessage]) -> str:
-    """A grounded one-call answer: the inline self-check line, then passage [1]'s first sentence, cited."""
-    lines = str(messages[0].content).splitlines()
-    first_text = lines[next(i for i, line in enumerate(lines) if line.startswith("[1]")) + 1]
-    return f"Helpful: [1]\n{first_text.split('. ')[0].rstrip('.')}. [1]"
+    """The structured answer a good model gives: passage [1] judged helpful, its first sentence as the reply."""
+    return json.dumps({"helpful": [1], "answer": first_passage_sentence(messages)})
 
 
-def task_of(messages: Sequence[BaseMessage]) -> str:
-    text = "\n".join(str(m.content) for m in messages[-3:])  # a repair retry ends with reply + instruction
-    for marker, task in TASK_MARKERS:
-        if marker in text:
-            return task
-    return "other"
+def task_of(tags: Sequence[str], messages: Sequence[BaseMessage]) -> str:
+    for tag in tags:
+        if tag in TAG_TASKS:
+            return TAG_TASKS[tag]
+    text = "\n".join(str(m.content) for m in messages[-3:])
+    return next((task for marker, task in TASK_MARKERS if marker in text), "other")
+
+
+def _is_list_of(annotation: Any, item: type) -> bool:
+    return typing.get_origin(annotation) is list and typing.get_args(annotation) == (item,)
+
+
+def coerce_to_schema(text: str, schema: type[BaseModel]) -> BaseModel:
+    """The reply as the schema: valid JSON as is; else text into the one str field, or "- " lines into the one
+    list[str] field ("NONE": empty). Raises ValueError when neither fits."""
+    match = re.search(r"\{.*\}", text, re.DOTALL)
+    if match:
+        try:
+            return schema.model_validate(json.loads(match.group(0)))
+        except (json.JSONDecodeError, ValidationError):
+            pass
+    fields = schema.model_fields
+    strings = [name for name, f in fields.items() if f.annotation is str]
+    lists = [name for name, f in fields.items() if _is_list_of(f.annotation, str)]
+    defaults: dict[str, list[Any]] = {n: [] for n, f in fields.items() if typing.get_origin(f.annotation) is list}
+    try:
+        if len(strings) == 1:
+            return schema.model_validate({**defaults, strings[0]: text.strip()})
+        if len(lists) == 1:
+            items = [ln.strip().lstrip("-*").strip() for ln in text.splitlines() if ln.strip().startswith(("-", "*"))]
+            if not items and text.strip().strip(".").upper() != "NONE":
+                raise ValueError(f"reply {text!r} is neither NONE nor '- ' lines")
+            return schema.model_validate({**defaults, lists[0]: items})
+    except ValidationError as exc:
+        raise ValueError(str(exc)) from exc
+    raise ValueError(f"reply {text!r} does not fit {schema.__name__}")
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -87,25 +135,32 @@ class ScriptedChatModel(BaseChatModel):
         self._calls.clear()
         self._served.clear()
 
-    def _reply(self, messages: list[BaseMessage]) -> str:
-        task = task_of(messages)
+    def _reply(self, messages: list[BaseMessage], tags: Sequence[str], max_tokens: int | None) -> str:
+        task = task_of(tags, messages)
         self._calls.append((task, list(messages)))
         replies = self.script.get(task)
         if not replies:
-            return DEFAULT_REPLIES.get(task, DEFAULT_REPLIES["other"])
-        index = min(self._served[task], len(replies) - 1)
-        self._served[task] += 1
-        reply = replies[index]
+            reply: Any = DEFAULT_REPLIES.get(task, DEFAULT_REPLIES["other"])
+        else:
+            index = min(self._served[task], len(replies) - 1)
+            self._served[task] += 1
+            reply = replies[index]
         if isinstance(reply, BaseException):
             raise reply
         if callable(reply):
             reply = reply(messages)
-        return str(reply)
+        words = str(reply).split(" ")
+        return " ".join(words[:max_tokens]) if max_tokens else str(reply)
 
     def _usage(self, messages: list[BaseMessage], text: str) -> dict[str, int]:
         prompt = sum(len(str(m.content).split()) for m in messages)
         completion = len(text.split())
         return {"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion}
+
+    @staticmethod
+    def _max_tokens(kwargs: dict[str, Any]) -> int | None:
+        cap = kwargs.get("max_tokens") or (kwargs.get("extra_body") or {}).get("max_tokens")
+        return int(cap) if cap else None
 
     def _generate(
         self,
@@ -118,7 +173,8 @@ class ScriptedChatModel(BaseChatModel):
             import time
 
             time.sleep(self.latency_s)
-        text = self._reply(messages)
+        tags = run_manager.tags if run_manager else []
+        text = self._reply(messages, tags, self._max_tokens(kwargs))
         message = AIMessage(content=text, usage_metadata=self._usage(messages, text))
         return ChatResult(generations=[ChatGeneration(message=message)])
 
@@ -129,7 +185,8 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        text = self._reply(messages)
+        tags = run_manager.tags if run_manager else []
+        text = self._reply(messages, tags, self._max_tokens(kwargs))
         words = text.split(" ")
         for i, word in enumerate(words):
             piece = word if i == len(words) - 1 else word + " "
@@ -143,5 +200,20 @@ class ScriptedChatModel(BaseChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
         return self
 
-    def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError("the scripted model answers structured requests as JSON text")
+    def with_structured_output(self, schema: Any, *, include_raw: bool = False, **kwargs: Any) -> Any:
+        """The scripted reply as `schema` (see coerce_to_schema), like a model with enforced structured output."""
+
+        def structured(messages: Any, config: RunnableConfig) -> Any:
+            raw = self.invoke(messages, config=config)
+            try:
+                parsed: Any = coerce_to_schema(str(raw.content), schema)
+                error = None
+            except ValueError as exc:
+                parsed, error = None, exc
+            if include_raw:
+                return {"raw": raw, "parsed": parsed, "parsing_error": error}
+            if error is not None:
+                raise error
+            return parsed
+
+        return RunnableLambda(structured)

@@ -80,12 +80,6 @@ def _recorded_local_url() -> str | None:
     return recorded_server_url()
 
 
-def structured_output_method(spec: str) -> str:
-    """llama.cpp's server rejects `json_schema`; function calling works there and elsewhere."""
-    scheme = spec.partition(":")[0]
-    return "json_schema" if scheme == "openai" else "function_calling"
-
-
 def _api_key(scheme: str) -> str:
     if scheme == "openai":
         key = os.environ.get("OPENAI_API_KEY", "")

@@ -37,8 +37,15 @@ def test_markers_win_over_verdicts_and_support() -> None:
     assert cited[0]["quote"].startswith("Full-time employees")
 
 
-def test_verdicts_used_when_there_are_no_markers() -> None:
-    assert [c["number"] for c in citations_for("You get 30 working days.", PASSAGES, helpful=[1, 3])] == [1, 3]
+def test_verdicts_choose_among_the_passages_that_hold_the_answer() -> None:
+    answer = "You receive 30 working days of paid annual leave."
+    assert [c["number"] for c in citations_for(answer, PASSAGES, helpful=[2, 3])] == [2]
+
+
+def test_a_verdict_or_marker_on_an_unrelated_passage_is_not_a_citation() -> None:
+    """The demo's old second turn cited the training-budget policy for a carry-over answer."""
+    answer = "You can carry over up to 5 unused days [3]."
+    assert [c["doc_id"] for c in citations_for(answer, PASSAGES, helpful=[3])] == ["carry"]
 
 
 def test_no_markers_and_no_verdicts_cite_the_passages_that_hold_the_answer() -> None:

@@ -44,7 +44,12 @@ class OpenAIStub(BaseHTTPRequestHandler):
         OpenAIStub.seen_auth.append(self.headers.get("Authorization", ""))
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
         messages = [HumanMessage(str(m.get("content", ""))) for m in body.get("messages", [])]
-        reply = DEFAULT_REPLIES.get(task_of(messages), DEFAULT_REPLIES["other"])
+        reply = DEFAULT_REPLIES.get(task_of([], messages), DEFAULT_REPLIES["other"])
+        response_format = body.get("response_format") or {}
+        if response_format.get("type") == "json_schema":  # a structured call: a reply of the schema's shape
+            properties = response_format["json_schema"]["schema"].get("properties", {})
+            samples = {"string": "The passage says so [1].", "array": [], "integer": 1}
+            reply = json.dumps({name: samples.get(p.get("type"), "") for name, p in properties.items()})
         usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
         if body.get("stream"):
             self.send_response(200)

@@ -1,0 +1,65 @@
+"""The extractive anchor and the relevance signal built on it (tools/evidence.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+from reground.tools.evidence import extractive_answer, rank_evidence, relevance_parts, repeats
+from reground.tools.types import Passage
+
+LEAVE = (
+    "Full-time employees in Germany receive 30 working days of paid annual leave per calendar year. "
+    "You can carry over up to 5 unused days of annual leave into the next calendar year. "
+    "Carried-over days must be taken by 31 March."
+)
+TRAVEL = "Book trains in second class. Submit receipts within 30 days of the trip."
+
+
+def passages(*texts: str) -> list[Passage]:
+    return [
+        Passage(chunk_id=f"c{i}", doc_id=f"d{i}", title="", section="", url="", position=0, text=t, metadata={})
+        for i, t in enumerate(texts, start=1)
+    ]
+
+
+def test_the_sentence_holding_the_question_terms_ranks_first() -> None:
+    ranked = rank_evidence("Until when must carried-over days be taken?", passages(LEAVE, TRAVEL))
+    assert ranked[0].text == "Carried-over days must be taken by 31 March."
+    assert ranked[0].passage == 1
+    assert ranked[0].lexical > ranked[-1].lexical
+
+
+def test_dense_vectors_break_a_lexical_tie() -> None:
+    docs = passages("Alpha beta gamma delta.", "Alpha beta epsilon zeta.")
+    question_vector = np.array([1.0, 0.0])
+    sentence_vectors = np.array([[0.0, 1.0], [1.0, 0.0]])
+    ranked = rank_evidence("alpha beta", docs, sentence_vectors=sentence_vectors, question_vector=question_vector)
+    assert ranked[0].passage == 2 and ranked[0].dense == 1.0
+
+
+def test_short_fragments_are_not_evidence() -> None:
+    assert rank_evidence("anything", passages("Yes. No.")) == []
+
+
+def test_relevance_is_high_for_an_answer_that_restates_the_anchor_and_low_for_another_question() -> None:
+    evidence = rank_evidence("How many days of paid annual leave do I get per year?", passages(LEAVE, TRAVEL))
+    right = relevance_parts("You receive 30 working days of paid annual leave per calendar year [1].", evidence)
+    other = relevance_parts("Submit receipts within 30 days of the trip.", evidence)
+    assert right["relevance"] > 0.5 > other["relevance"]
+    restates_another = relevance_parts("You can carry over up to 5 unused days of annual leave.", evidence)
+    assert restates_another["elsewhere"] > restates_another["anchor"] and restates_another["relevance"] < 0.2
+    assert right["novel"] == 1.0
+
+
+def test_an_answer_repeating_the_previous_reply_has_no_relevance() -> None:
+    previous = "You can carry over up to 5 unused days of annual leave into the next calendar year."
+    evidence = rank_evidence("And is any of it paid?", passages(LEAVE))
+    parts = relevance_parts(previous + " [1]", evidence, previous_reply=previous)
+    assert parts["novel"] == 0.0 and parts["relevance"] == 0.0
+    assert repeats(previous, previous) and not repeats("Something else entirely new here.", previous)
+
+
+def test_the_extractive_answer_is_the_best_sentence_and_its_passage() -> None:
+    evidence = rank_evidence("Until when must carried-over days be taken?", passages(TRAVEL, LEAVE))
+    text, cited = extractive_answer(evidence)
+    assert text == "Carried-over days must be taken by 31 March." and cited == [2]
+    assert extractive_answer([]) == ("", [])

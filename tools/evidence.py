@@ -1,0 +1,133 @@
+"""Evidence sentences and answer relevance, LLM-free.
+
+An answer that answers the question restates the passage sentence that matches the question best (the
+*extractive anchor*) rather than another sentence (the carry-over rule for "how many days do I get"), and an
+answer that repeats the previous reply does not answer a follow-up. On the 100 seeded doc2dial dev answers of
+the history-aware baseline this signal correlates 0.49 (Spearman) with token F1 against the human reply, where
+ROUGE-L against the question did 0.21; answers under 0.2 average F1 0.16, those above 0.34
+(evals/README.md, "Answer relevance").
+
+Sentences are scored by IDF-weighted overlap with the question's content words (IDF over the candidate
+sentences, so words every passage shares count little; a follow-up adds the user's previous message) plus the
+question's cosine with the sentence (MiniLM). On that dev sample the dense part lifts the anchor's own token F1
+from 0.286 to 0.317 and the correlation from 0.43 to 0.55; weights 0.5-2 all did about as well.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from reground.tools.lexical import lexical_tokens
+from reground.tools.scoring import rouge_l, token_f1
+from reground.tools.types import Passage
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_CITATION = re.compile(r"\s*\[\d{1,2}\]")
+MIN_SENTENCE_WORDS = 3
+# An answer whose words are mostly the previous reply's (ROUGE-L precision) repeats it.
+REPEAT_PRECISION = 0.8
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A passage sentence and how well it matches the question (higher is better)."""
+
+    text: str
+    passage: int  # 1-based number of the passage as the prompt shows it
+    score: float
+    lexical: float
+    dense: float
+
+
+def passage_sentences(passages: Sequence[Passage]) -> list[tuple[int, str]]:
+    """(passage number, sentence) for every sentence of at least three words, in passage order."""
+    out: list[tuple[int, str]] = []
+    for number, passage in enumerate(passages, start=1):
+        for part in _SENTENCE_END.split(passage["text"]):
+            sentence = " ".join(part.split())
+            if len(sentence.split()) >= MIN_SENTENCE_WORDS:
+                out.append((number, sentence))
+    return out
+
+
+def rank_evidence(
+    question: str,
+    passages: Sequence[Passage],
+    *,
+    sentence_vectors: np.ndarray | None = None,
+    question_vector: np.ndarray | None = None,
+    dense_weight: float = 1.0,
+) -> list[Evidence]:
+    """Every passage sentence scored against the question, best first (ties: earlier passage first).
+
+    The lexical part is the IDF-weighted share of the question's content words a sentence contains, in
+    [0, 1]; the dense part is the cosine of unit vectors, if both vectors are given (one row per sentence of
+    `passage_sentences`, the question's vector).
+    """
+    sentences = passage_sentences(passages)
+    if not sentences:
+        return []
+    bags = [set(lexical_tokens(text)) for _, text in sentences]
+    df = Counter(term for bag in bags for term in bag)
+    n = len(bags)
+    terms = set(lexical_tokens(question))
+    idf = {t: math.log(1 + n / df[t]) if df[t] else math.log(1 + n) for t in terms}
+    total = sum(idf.values())
+    lexical = [sum(w for t, w in idf.items() if t in bag) / total if total else 0.0 for bag in bags]
+    dense = [0.0] * n
+    if sentence_vectors is not None and question_vector is not None and len(sentence_vectors) == n:
+        dense = [float(x) for x in np.asarray(sentence_vectors) @ np.asarray(question_vector)]
+    ranked = [
+        Evidence(
+            text=text, passage=number, score=lexical[i] + dense_weight * dense[i], lexical=lexical[i], dense=dense[i]
+        )
+        for i, (number, text) in enumerate(sentences)
+    ]
+    order = sorted(range(n), key=lambda i: (-ranked[i].score, i))
+    return [ranked[i] for i in order]
+
+
+def strip_citations(text: str) -> str:
+    return " ".join(_CITATION.sub("", text).split())
+
+
+def repeats(answer: str, previous_reply: str) -> bool:
+    """Whether the answer is mostly the previous reply again (it then answers nothing new)."""
+    if not previous_reply.strip() or not answer.strip():
+        return False
+    return rouge_l(strip_citations(answer), previous_reply).precision >= REPEAT_PRECISION
+
+
+def relevance_parts(answer: str, evidence: Sequence[Evidence], previous_reply: str = "") -> dict[str, float]:
+    """The relevance signal and its parts.
+
+    `anchor`: token F1 of the answer against the best evidence sentence (an answer to this question restates
+    it); `elsewhere`: its best token F1 against any other passage sentence (an answer that restates another
+    sentence better answers another question: the carry-over rule for "how many days do I get");
+    `novel`: 0 if the answer repeats the previous reply.
+    `relevance` = max(0, anchor - max(0, elsewhere - anchor)) x novel.
+    """
+    text = strip_citations(answer)
+    if not evidence:
+        return {"anchor": 0.0, "elsewhere": 0.0, "novel": 1.0, "relevance": 0.0}
+    anchor = token_f1(text, evidence[0].text)
+    elsewhere = max((token_f1(text, e.text) for e in evidence[1:]), default=0.0)
+    novel = 0.0 if repeats(text, previous_reply) else 1.0
+    relevance = max(0.0, anchor - max(0.0, elsewhere - anchor)) * novel
+    return {
+        "anchor": round(anchor, 4),
+        "elsewhere": round(elsewhere, 4),
+        "novel": novel,
+        "relevance": round(relevance, 4),
+    }
+
+
+def extractive_answer(evidence: Sequence[Evidence], max_sentences: int = 1) -> tuple[str, list[int]]:
+    """The best evidence sentences in the documents' own words, with the passages they come from."""
+    picked = list(evidence[:max_sentences])
+    return " ".join(e.text for e in picked), sorted({e.passage for e in picked})
