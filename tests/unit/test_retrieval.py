@@ -15,6 +15,7 @@ from reground.tools.retrieval import (
     HybridRetriever,
     RetrievalQuery,
     RetrievalSettings,
+    dialogue_text,
     fuse_rerank,
     history_query,
     reciprocal_rank_fusion,
@@ -302,3 +303,27 @@ def test_search_candidates_cover_documents_with_a_penalty(store: FakeStore) -> N
     assert len({p["doc_id"] for p in spread}) == 3, "a large penalty gives each of the 3 documents a paragraph"
     assert len({p["doc_id"] for p in plain}) <= len({p["doc_id"] for p in spread})
     assert spread[0]["chunk_id"] == plain[0]["chunk_id"], "the best paragraph stays first"
+
+
+def test_topic_shift_weights_the_history_down_only_for_a_new_standalone_question(store: FakeStore) -> None:
+    settings = RetrievalSettings(detect_topic_shift=True, shift_min_terms=5, shift_max_similarity=0.5)
+    retriever = HybridRetriever(store, settings)
+    history = [
+        ("user", "How many days of annual leave do I get in the US?"),
+        ("agent", "Annual leave in the US: 20 days of paid time off; carry over up to 40 hours."),
+    ]
+    new_topic = "When are payslips published in the portal each month, and how do I report payslip errors?"
+    follow_up = "And the carried hours?"
+    shifted = RetrievalQuery(new_topic, history_query(new_topic, history, 100))
+    same = RetrievalQuery(follow_up, history_query(follow_up, history, 100))
+    assert dialogue_text(shifted).startswith("How many days") and new_topic not in dialogue_text(shifted)
+    assert retriever.is_topic_shift(shifted)
+    assert not retriever.is_topic_shift(same), "a short follow-up leans on the dialogue"
+    on_topic = "How many days of annual leave can I carry over in the US, and by when must the 40 hours be used?"
+    assert not retriever.is_topic_shift(RetrievalQuery(on_topic, history_query(on_topic, history, 100)))
+    weights = retriever.signal_weights(shifted)
+    assert weights["lexical_history"] == pytest.approx(0.5) and weights["dense_question"] == 1.0
+    assert retriever.signal_weights(same) == dict(retriever.settings.weights)
+    assert retriever.rank_documents(shifted, where=None, k=1)[0][0] == "payslips"
+    assert not HybridRetriever(store).is_topic_shift(shifted), "detection is off by default"
+    assert not retriever.is_topic_shift(RetrievalQuery(new_topic, new_topic)), "a first turn has no dialogue"
