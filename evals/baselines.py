@@ -112,7 +112,20 @@ def rag(
     )
     prompt = prompts.RAG.format(passages=format_passages(passages), conversation=format_conversation(turns, question))
     answer = call_text(model, [HumanMessage(prompt)], stats, tags=["baseline"])
-    return _result(answer, passages, stats, started, history, question)
+    result = _result(answer, passages, stats, started, history, question)
+    # The graph's relevance signal on an answer no loop acted on: the honest test of the signal itself.
+    result["relevance"] = baseline_relevance(answer, question, turns, passages, retriever.embed)
+    return result
+
+
+def baseline_relevance(
+    answer: str, question: str, turns: Sequence[Mapping[str, str]], passages: Sequence[Passage], embed: Any
+) -> float:
+    """The graph's answer-relevance signal (tools/evidence.py) for a baseline's answer, LLM-free."""
+    from reground.tools.evidence import previous_reply, relevance_parts, turn_evidence
+
+    evidence = turn_evidence(question, turns, passages, embed)
+    return relevance_parts(answer, evidence, previous_reply(turns))["relevance"]
 
 
 def run_baseline(

@@ -7,8 +7,8 @@ Writes `RUN/correlation.json`.
 
 Issue 11's question for the graph's answer-relevance signal (`result["relevance"]`, 0-1) is narrower:
 is it worth a loop? `relevance_report` gives, per system, its Spearman correlation with token F1 and
-K-Precision beside the old proxy's (`principle_scores["relevance"]`, ROUGE-L of the answer vs the
-question and history), and the mean token F1 of the cases under the threshold vs at or above it: a
+K-Precision beside the old proxy's (ROUGE-L of the answer vs the question and the last two turns,
+computed from each row), and the mean token F1 of the cases under the threshold vs at or above it: a
 signal is worth a loop only if answers under its threshold have clearly lower F1. Labelled cases
 (MTRAG-UN) count only when answerable (ANSWERABLE / PARTIAL): against a reference refusal or
 clarifying question, token F1 says nothing about an answer's relevance.
@@ -116,6 +116,17 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def old_relevance_proxy(row: Mapping[str, Any]) -> float | None:
+    """The relevance proxy the graph used before the signal: ROUGE-L F of the answer against the question and the
+    last two turns (ProMiSe's relevance metric), computed from the row so both score the same answers."""
+    from reground.tools.scoring import rouge_l
+
+    if not row.get("answer"):
+        return None
+    recent = " ".join(str(t.get("text", "")) for t in (row.get("history") or [])[-2:])
+    return rouge_l(str(row["answer"]), f"{row.get('question', '')} {recent}").fmeasure
+
+
 def relevance_report(
     rows: Sequence[Mapping[str, Any]], *, threshold: float, threshold_source: str = "default"
 ) -> dict[str, Any]:
@@ -130,7 +141,7 @@ def relevance_report(
     ]
     signals = {
         "relevance": lambda r: r.get("relevance"),
-        "relevance_proxy": lambda r: (r.get("principle_scores") or {}).get("relevance"),
+        "relevance_proxy": old_relevance_proxy,
     }
     out: dict[str, Any] = {"cases": "+".join(ANSWERED) if labelled else "with a gold answer", "n": len(cases)}
     for name, get in signals.items():

@@ -16,14 +16,7 @@ from reground.graph.state import Draft, PassageJudgement, State
 from reground.nodes.common import NodeEnv, grounded_messages
 from reground.prompts import answer as answer_prompts
 from reground.tools.chat import LLMReplyError
-from reground.tools.evidence import (
-    Evidence,
-    passage_sentences,
-    rank_evidence,
-    relevance_parts,
-    repeats,
-    strip_citations,
-)
+from reground.tools.evidence import Evidence, previous_reply, relevance_parts, strip_citations, turn_evidence
 from reground.tools.scoring import majority_best, principle_scores
 from reground.tools.structured import call_json
 from reground.tools.types import Passage
@@ -45,33 +38,16 @@ def question_of(state: State) -> str:
     return state.get("standalone_question") or state["question"]
 
 
-def previous_reply(state: State) -> str:
-    """The assistant's last reply (an answer that repeats it does not answer a follow-up)."""
-    return next((t["text"] for t in reversed(state.get("history", [])) if t["role"] == "assistant"), "")
-
-
 def evidence_for(state: State, passages: Sequence[Passage], env: NodeEnv) -> list[Evidence]:
-    """The passage sentences closest to the question: its words (plus, for a follow-up that was not rewritten,
-    the user's previous message) and its MiniLM vector (cached by the retriever across the turn's loops).
-    Sentences the previous reply already said are left out: they are not the answer to a follow-up."""
     question = question_of(state)
-    lexical_query = question
-    if question == state["question"]:
-        previous_user = next((t["text"] for t in reversed(state.get("history", [])) if t["role"] == "user"), "")
-        lexical_query = f"{question} {previous_user}".strip()
-    sentences = [text for _, text in passage_sentences(passages)]
-    if not sentences:
-        return []
-    vectors = env.services.retriever(env.context).embed([question, *sentences])
-    ranked = rank_evidence(
-        lexical_query,
+    return turn_evidence(
+        question,
+        state.get("history", []),
         passages,
-        sentence_vectors=vectors[1:],
-        question_vector=vectors[0],
+        env.services.retriever(env.context).embed,
+        rewritten=question != state["question"],
         dense_weight=env.context.evidence_dense_weight,
     )
-    said = previous_reply(state)
-    return [e for e in ranked if not repeats(e.text, said)]
 
 
 def cap_sentences(text: str, max_sentences: int) -> str:
@@ -93,7 +69,7 @@ def make_draft(
     text: str, passages: Sequence[Passage], state: State, evidence: Sequence[Evidence], *, kind: str = "answer"
 ) -> Draft:
     scores = principle_scores(text, [p["text"] for p in passages], question_of(state))
-    relevance = relevance_parts(text, evidence, previous_reply(state))
+    relevance = relevance_parts(text, evidence, previous_reply(state.get("history", [])))
     scores["relevance"] = relevance["relevance"]
     return Draft(
         text=text,

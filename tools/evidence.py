@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,6 +90,38 @@ def rank_evidence(
     ]
     order = sorted(range(n), key=lambda i: (-ranked[i].score, i))
     return [ranked[i] for i in order]
+
+
+def previous_reply(history: Sequence[Mapping[str, str]]) -> str:
+    """The assistant's last reply in a dialogue (role 'assistant', or 'agent' in the datasets)."""
+    return next((str(t["text"]) for t in reversed(history) if t.get("role") in ("assistant", "agent")), "")
+
+
+def turn_evidence(
+    question: str,
+    history: Sequence[Mapping[str, str]],
+    passages: Sequence[Passage],
+    embed: Callable[[Sequence[str]], np.ndarray],
+    *,
+    rewritten: bool = False,
+    dense_weight: float = 1.0,
+) -> list[Evidence]:
+    """The passage sentences closest to a turn's question: its words (plus, for a follow-up that was not rewritten,
+    the user's previous message) and its vector. Sentences the previous reply already said are left out: they are
+    not the answer to a follow-up. `embed` maps texts to unit vectors (the retriever's cached MiniLM)."""
+    lexical_query = question
+    if not rewritten:
+        previous_user = next((str(t["text"]) for t in reversed(history) if t.get("role") == "user"), "")
+        lexical_query = f"{question} {previous_user}".strip()
+    sentences = [text for _, text in passage_sentences(passages)]
+    if not sentences:
+        return []
+    vectors = np.asarray(embed([question, *sentences]))
+    ranked = rank_evidence(
+        lexical_query, passages, sentence_vectors=vectors[1:], question_vector=vectors[0], dense_weight=dense_weight
+    )
+    said = previous_reply(history)
+    return [e for e in ranked if not repeats(e.text, said)]
 
 
 def strip_citations(text: str) -> str:

@@ -24,7 +24,15 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.utils.json import parse_partial_json
 from pydantic import BaseModel, ValidationError
-from reground.tools.chat import CallStats, LLMReplyError, call_parsed, invoke_model, message_text, parse_json_object
+from reground.tools.chat import (
+    CallStats,
+    LLMReplyError,
+    call_parsed,
+    invoke_model,
+    message_text,
+    model_failure,
+    parse_json_object,
+)
 from reground.tools.llm import LOCAL_MODEL_ALIAS, token_cap
 
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
@@ -167,7 +175,13 @@ def _tolerant(
             bound = None
         if bound is not None:
             started = time.perf_counter()
-            out: Any = bound.invoke(list(messages), config={"tags": list(tags)})
+            try:
+                out: Any = bound.invoke(list(messages), config={"tags": list(tags)})
+            except Exception as exc:
+                failure = model_failure(model, exc)
+                if failure is not None:
+                    raise failure from exc
+                raise
             raw = out.get("raw") if isinstance(out, dict) else None
             if isinstance(raw, BaseMessage):
                 stats.add_message(raw, time.perf_counter() - started)

@@ -15,9 +15,11 @@ import pytest
 from reground.evals import answers as answers_mod
 from reground.evals.answers import EvalRunError, read_jsonl, run_answers_eval
 from reground.evals.behaviour import behaviour_of, behaviour_table, classify_reply
+from reground.evals.correlation import old_relevance_proxy
 from reground.evals.datasets import Case
 from reground.evals.report import write_report
 from reground.tools.fake_chat import ScriptedChatModel
+from reground.tools.scoring import rouge_l
 from scipy import stats
 
 MTRAG_CASES = Path(__file__).resolve().parents[3] / "shared" / "data" / "mtrag" / "cases_dev.jsonl"
@@ -341,8 +343,11 @@ def test_graph_kind_and_relevance_correlations(
     expected = stats.spearmanr([relevance[c] for c in answered], f1).statistic
     assert corr["relevance"]["token_f1"]["spearman"] == pytest.approx(expected)
     assert corr["relevance"]["token_f1"]["n"] == 3
-    proxy = stats.spearmanr([0.2, 0.1, 0.4], f1).statistic
-    assert corr["relevance_proxy"]["token_f1"]["spearman"] == pytest.approx(proxy)
+    # The old proxy is recomputed from each row (ROUGE-L of the answer vs the question and last two turns).
+    old = [old_relevance_proxy(rows[c]) for c in answered]
+    assert old == [rouge_l(rows[c]["answer"], f"{rows[c]['question']} ").fmeasure for c in answered]
+    proxy = stats.spearmanr(old, f1).statistic
+    assert corr["relevance_proxy"]["token_f1"]["spearman"] == pytest.approx(proxy, nan_ok=True)
     # No passages: K-Precision is 0 everywhere, a constant, so no correlation (never a made-up 0).
     assert corr["relevance"]["k_precision"]["spearman"] is None
     t = corr["threshold"]
