@@ -41,7 +41,10 @@ _HIDDEN_ELEMENT = re.compile(
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9<\[])|\n+")
 
-_AGENT = r"(?:AI|A\.I\.|assistants?|chat ?bots?|bots?|language models?|LLMs?|GPTs?|copilots?|agents? reading this)"
+_AGENT = (
+    r"(?:(?:AI|A\.I\.)\s+(?:assistants?|chat ?bots?|systems?|models?|agents?|tools?|readers?)|AI|A\.I\.|assistants?"
+    r"|chat ?bots?|bots?|language models?|LLMs?|GPTs?|copilots?)"
+)
 # Each rule: (pattern name, regex). A sentence matching any rule is an instruction to the assistant.
 RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -52,6 +55,8 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             rf"|\b(?:if|when|whenever)\s+you\s+are\s+(?:an?\s+|the\s+)?(?:automated\s+|virtual\s+)?{_AGENT}\b"
             rf"|\b(?:any|all|every|each)\s+(?:automated\s+|virtual\s+|support\s+)?{_AGENT}\s+"
             rf"(?:that|which|who|reading|processing|answering|summari[sz]ing|using)\b"
+            rf"|^\W*(?:to\s+)?(?:the\s+|any\s+|all\s+|every\s+)?(?:automated\s+|virtual\s+)?{_AGENT}\s+"
+            rf"(?:that|which|who|reading|processing|answering|summari[sz]ing|using|instructions?|notes?|rules?)\b"
             rf"|^\W*(?:the\s+)?(?:automated\s+|virtual\s+|support\s+)?{_AGENT}\s*(?:[:,]|must\b|should\b|shall\b"
             rf"|needs?\s+to\b|is\s+(?:required|instructed)\b|will\s+now\b|has\s+to\b)",
             re.IGNORECASE,
@@ -64,7 +69,9 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"(?:of\s+)?(?:the\s+|your\s+)?(?:previous|prior|above|earlier|preceding|original|existing|other|"
             r"system|safety)?\s*(?:instructions?|rules?|prompts?|directions?|guidelines?|guardrails?|"
             r"restrictions?|policies|context)\b"
-            r"|\bfrom\s+now\s+on\b|\byou\s+are\s+now\s+(?:in\s+|an?\s+|the\s+)?(?:unrestricted|unfiltered|uncensored|free\b|"
+            r"|\bfrom\s+now\s+on\b[^.!?\n]{0,60}\b(?:you|your|answer|reply|respond|say|speak|act|assistant|every\s+user)\b|"
+            r"\b(?:you|your|answer|reply|respond|say|speak|act)\b[^.!?\n]{0,60}\bfrom\s+now\s+on\b|"
+            r"\b(?:stop|quit)\s+following\s+(?:your|the|all|any)\s+(?:instructions|rules|guidelines|policies)\b|\byou\s+are\s+now\s+(?:in\s+|an?\s+|the\s+)?(?:unrestricted|unfiltered|uncensored|free\b|"
             r"no\s+longer|developer|admin|DAN\b|different|evil|pirate|hacker|called|named|operating|acting|AI\b|"
             r"assistant|chat ?bot)|\bnew\s+(?:system\s+)?instructions?\s*:"
             r"|\bdeveloper\s+mode\b|\bjailbreak|\bDAN\b|\bdo\s+anything\s+now\b"
@@ -135,6 +142,72 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"(?:unrestricted|unfiltered|uncensored|pirate|hacker|evil|different|new)\b"
             r"|\byour\s+new\s+(?:persona|role)\b|\byou\s+(?:will|must|shall)\s+now\s+(?:be|act|speak|"
             r"behave|respond)\b",
+            re.IGNORECASE,
+        ),
+    ),
+)
+
+
+_LANGUAGES = (
+    r"(?:French|German|Spanish|Italian|Portuguese|Dutch|Russian|Chinese|Mandarin|Japanese|Korean|Arabic|Hindi|"
+    r"Turkish|Polish|Swedish|Greek|Latin|Klingon|pig\s+latin|another\s+language|a\s+different\s+language|"
+    r"a\s+foreign\s+language)"
+)
+# Signals that do not depend on naming the assistant: the text speaks about the reply being written, uses a
+# chat template's control tokens, or embeds an image whose URL carries data out.
+RULES += (
+    (
+        "aimed_at_the_reply",
+        re.compile(
+            r"\b(?:append|add|include|insert|put|embed|render|show|display|place|end|start|begin|prefix)\b[^.!?\n]{0,80}?"
+            r"\b(?:in|to|into|at\s+the\s+(?:end|start|beginning)\s+of|with)\s+(?:your|the|each|every)\s+"
+            r"(?:answers?|repl(?:y|ies)|responses?|outputs?|completions?)\b"
+            r"|\bwhen\s+(?:summari[sz]ing|answering|processing|responding\s+to|asked\s+about)\s+(?:this|the|these|"
+            r"any|questions?)\b"
+            r"|\b(?:the\s+)?correct\s+answer\s+to\s+(?:any|every|all|each|this)\b|\bwhoever\s+reads\s+this\b"
+            r"|\bdo\s+not\s+(?:mention|reveal|disclose|tell\s+(?:the\s+)?user\s+about)\s+(?:this|these)\s+"
+            r"(?:note|notes|instructions?|message|text)\b"
+            r"|\bthe\s+model\s+(?:should|must|shall|will|needs\s+to)\s+(?:output|say|reply|respond|answer|print|"
+            r"include|write|ignore|reveal|tell|add|append)\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "chat_template_or_exfil_markup",
+        re.compile(
+            r"<\|(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id)\|>|\[/?INST\]|<<\s*/?SYS\s*>>"
+            r"|^\W*#{2,}\s*(?:system|instruction)s?\b"
+            r"|!\[[^\]]*\]\(\s*https?://[^)\s]*\?[^)\s]*=[^)]*\)"
+            r"|\b(?:the|this|our)\s+(?:chat|conversation|dialogue)\s+(?:so\s+far|history)\b",
+            re.IGNORECASE | re.MULTILINE,
+        ),
+    ),
+    (
+        "reveal_or_switch",
+        re.compile(
+            r"\b(?:repeat|print|output|recite|echo)\s+(?:back\s+)?(?:the\s+|all\s+)?(?:words|text|everything|lines)\s+"
+            r"(?:above|before|preceding)\b"
+            r"|\b(?:initial|original|hidden|secret|system)\s+(?:instructions|prompts?)\b"
+            r"|\binstructions\s+you\s+(?:received|were\s+given|got)\b"
+            r"|\b(?:begin|start|end|finish|prefix|translate|format|sign)\s+(?:all\s+(?:of\s+)?)?(?:your|every|each)\s+"
+            r"(?:repl(?:y|ies)|answers?|responses?)\b"
+            rf"|^\W*(?:please\s+)?(?:always\s+|only\s+)?(?:reply|respond|answer|write|speak|talk)\s+(?:only\s+)?"
+            rf"(?:in|using)\s+{_LANGUAGES}\b"
+            rf"|\b(?:reply|respond|answer|write|speak)\b[^.!?\n]{{0,40}}\bin\s+{_LANGUAGES}\b[^.!?\n]{{0,30}}"
+            r"\bfor\s+the\s+rest\s+of\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "persona_or_phishing",
+        re.compile(
+            r"^\W*act\s+as\b|\byou(?:'re|\s+are)\s+(?:now\s+)?no\s+longer\s+(?:an?\s+|the\s+)?(?:support\s+|helpful\s+)?"
+            r"(?:assistant|AI|bot|chat ?bot|model|bound\s+by|restricted|limited|required\s+to\s+follow)\b"
+            r"|\byou(?:'re|\s+are)\s+(?:now\s+)?an?\s+(?:unrestricted|unfiltered|uncensored|evil|rogue)\b"
+            r"|\b(?:forget|ignore|disregard)\s+(?:everything|anything|all)\s+(?:above|before|else|you)\b"
+            r"|\b(?:tell|inform|warn|notify|advise)\s+(?:the|every|each|all|any)\s+(?:users?|employees?|customers?|"
+            r"visitors?|readers?|people|persons?)\b[^.!?\n]{0,120}?(?:https?://|www\.|\b[a-z0-9-]+\.(?:com|net|org|top|"
+            r"xyz|ru|info|biz|io)\b|@|\blog\s*in\b|\bsign\s*in\b|\bpasswords?\b|\blocked\b)",
             re.IGNORECASE,
         ),
     ),
