@@ -273,7 +273,9 @@ def test_baselines_behaviour_per_class_scoped_by_collection(
         assert behaviour["UNDERSPECIFIED"] == {"n": 1, "answer": 0.0, "abstain": 0.0, "clarify": 1.0}
         assert behaviour["PARTIAL"]["n"] == 1 and behaviour["PARTIAL"]["answer"] == 1.0
         assert s["behaviour_source"] == {"graph": 0, "rule": 5}
-        assert "correlations" not in s  # a baseline has no relevance signal
+        # The graph's relevance signal, scored on the baseline's own answers (no loop acted on them).
+        assert all(r["relevance"] is not None for r in read_jsonl(out / name / "cases.jsonl"))
+        assert "correlations" in s
         rows = {r["case_id"]: r for r in read_jsonl(out / name / "cases.jsonl")}
         for case in CASES:
             row = rows[case["case_id"]]
@@ -299,7 +301,7 @@ def test_baselines_behaviour_per_class_scoped_by_collection(
     png = tmp_path / "report" / "behaviour.png"
     assert "![behaviour](behaviour.png)" in report and png.read_bytes()[:4] == b"\x89PNG"
     assert png.stat().st_size > 10_000
-    assert "## Answer relevance" not in report  # no graph system, no relevance signal
+    assert "## Answer relevance" in report  # the signal, scored on the baselines' answers
 
 
 def _stub_graph(kinds: dict[str, str], relevance: dict[str, float]) -> Callable[..., Any]:
