@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 REMOVED_MARKER = "[instruction removed]"
 
@@ -318,17 +318,38 @@ def _norm(text: str) -> str:
     return " ".join(text.split())
 
 
-def sanitize_passages(
-    passages: Iterable[Mapping[str, Any]], judge: ModelJudge | None = None
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+P = TypeVar("P", bound=Mapping[str, Any])
+
+
+def sanitize_passages(passages: Iterable[P], judge: ModelJudge | None = None) -> tuple[list[P], list[dict[str, Any]]]:
     """(passages with sanitized text, one trace record per passage that lost text: chunk_id, doc_id, removed)."""
-    clean: list[dict[str, Any]] = []
+    clean: list[P] = []
     trace: list[dict[str, Any]] = []
     for passage in passages:
         text, removed = sanitize_passage_text(str(passage.get("text", "")), judge)
-        clean.append({**passage, "text": text})
+        clean.append(cast(P, {**passage, "text": text}))
         if removed:
             trace.append({"chunk_id": passage.get("chunk_id"), "doc_id": passage.get("doc_id"), "removed": removed})
+    return clean, trace
+
+
+def injection_note(trace: Sequence[Mapping[str, Any]], max_chars: int = 300) -> str:
+    """One line for the turn's trace: how many instructions were removed from which documents, and the first."""
+    removed = [s for t in trace for s in t["removed"]]
+    docs = sorted({str(t.get("doc_id")) for t in trace})
+    first = removed[0] if removed else ""
+    first = first if len(first) <= max_chars else first[: max_chars - 3] + "..."
+    return f"removed {len(removed)} instruction(s) from retrieved text of {', '.join(docs)}: {first!r}"
+
+
+def guard_candidates(
+    candidates: Iterable[P], notes: list[str], judge: ModelJudge | None = None
+) -> tuple[list[P], list[dict[str, Any]]]:
+    """What the retrieve node calls on its candidates: sanitized passages, with a note in the trace when
+    anything was removed; the trace records are returned for the turn's result."""
+    clean, trace = sanitize_passages(candidates, judge)
+    if trace:
+        notes.append(injection_note(trace))
     return clean, trace
 
 
