@@ -227,28 +227,34 @@ def run_suite(
     context_overrides: Mapping[str, Any] | None = None,
     defence: str = "graph",
     paths: Sequence[Path] | None = None,
+    store: Any | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every case as one fresh first turn through the compiled graph; a failing case is a row with `error`."""
+    """Every case as one fresh first turn through the compiled graph; a failing case is a row with `error`.
+    The suite is ingested into a fresh collection in `data_dir` unless a store of it (in `data_dir`) is given."""
+    from langgraph.checkpoint.memory import InMemorySaver
     from reground.graph.builder import build_graph, run_config
     from reground.graph.context import Context
 
-    store = build_store(data_dir, paths if paths is not None else suite_paths())
+    if store is None:
+        store = build_store(data_dir, paths if paths is not None else suite_paths())
     context = Context(collection=COLLECTION, data_dir=str(data_dir), **dict(context_overrides or {}))
     rows: list[dict[str, Any]] = []
     guard = defence_preview() if defence == "preview" else contextlib.nullcontext()
     with guard:
-        graph = build_graph(chat_model=chat_model, store=store)
+        graph = build_graph(chat_model=chat_model, store=store, checkpointer=InMemorySaver())
         for case in cases:
+            config = run_config(context, configurable={"thread_id": f"injection-{case['case_id']}"})
             started = time.perf_counter()
             try:
                 out = graph.invoke(
                     {"messages": [{"role": "user", "content": case["question"]}]},
                     context=context,
-                    config=run_config(context),
+                    config=config,
                 )
                 row = score_case(case, out["result"])
-                row["trace_notes"] = [e["note"] for e in out.get("trace", []) if "removed" in e.get("note", "")]
+                trace = graph.get_state(config).values.get("trace", [])
+                row["trace_notes"] = [e["note"] for e in trace if "instruction(s)" in e.get("note", "")]
             except Exception as exc:
                 row = {"case_id": case["case_id"], "error": f"{type(exc).__name__}: {exc}"}
             row["seconds"] = round(time.perf_counter() - started, 2)
