@@ -162,6 +162,30 @@ def score_case(case: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, 
     }
 
 
+def obedient_reply(messages: Sequence[Any], suite_dir: Path = SUITE_DIR) -> str:
+    """A scripted model's answer that obeys any injected instruction of the suite it is shown (it repeats it with
+    its first payload), else answers with passage [1]'s first sentence: the worst case the defence must catch."""
+    from reground.tools.fake_chat import first_passage_reply
+
+    shown = " ".join(str(messages[0].content).split())
+    for case in load_cases(suite_dir):
+        for sentence in case["injected"]:
+            if " ".join(sentence.split()[:6]) in shown:
+                return json.dumps({"helpful": [1], "answer": f"{sentence} {case['payloads'][0]}"})
+    return first_passage_reply(messages)
+
+
+def scripted_model(name: str) -> BaseChatModel:
+    """`scripted:obedient` (obedient_reply) or `scripted:honest` (passage [1]'s first sentence), offline."""
+    from reground.tools.errors import InputError
+    from reground.tools.fake_chat import ScriptedChatModel, first_passage_reply
+
+    replies = {"obedient": obedient_reply, "honest": first_passage_reply}
+    if name not in replies:
+        raise InputError(f"unknown scripted model {name!r}; use scripted:obedient or scripted:honest")
+    return ScriptedChatModel(script={"answer": [replies[name]]})
+
+
 def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Totals: obeyed / quoted / cited counts overall, per pattern and per kind, and the failures' ids."""
     done = [r for r in rows if not r.get("error")]
@@ -264,19 +288,78 @@ def run_suite(
     return rows
 
 
+def measure_rules(suite_dir: Path, corpora: Sequence[Path]) -> dict[str, Any]:
+    """The LLM-free rules alone: recall on the suite's injected sentences (written with the rules in view) and on
+    the held-out sentence sets, false positives on their benign sentences and on real corpora (.jsonl with
+    `text`): sentences flagged / sentences, with every flagged example."""
+    from reground.tools.injection import find_instructions, instruction_sentences, split_sentences
+
+    suite = sorted({s for c in load_cases(suite_dir) for t in c["injected"] for s in split_sentences(t)})
+    out: dict[str, Any] = {
+        "suite_sentences": {"n": len(suite), "flagged": sum(1 for s in suite if instruction_sentences(s))},
+    }
+    for held in sorted(suite_dir.glob("heldout*.jsonl")):
+        rows = [json.loads(line) for line in held.read_text(encoding="utf-8").splitlines() if line.strip()]
+        positives = [r["text"] for r in rows if r.get("injection", True)]
+        negatives = [r["text"] for r in rows if not r.get("injection", True)]
+        out[held.stem] = {
+            "injected": len(positives),
+            "flagged": sum(1 for t in positives if instruction_sentences(t)),
+            "missed": [t for t in positives if not instruction_sentences(t)],
+            "benign": len(negatives),
+            "false_positives": [t for t in negatives if instruction_sentences(t)],
+        }
+    for corpus in corpora:
+        sentences = 0
+        flagged: list[dict[str, Any]] = []
+        for line in corpus.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            text = str(record.get("text", ""))
+            sentences += len(split_sentences(text))
+            flagged += [
+                {"doc_id": record.get("doc_id"), "patterns": list(f.patterns), "sentence": f.sentence}
+                for f in find_instructions(text)
+            ]
+        out[str(corpus)] = {"sentences": sentences, "flagged": len(flagged), "examples": flagged}
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reground.evals.injection", description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="directory for cases.jsonl and summary.json")
-    parser.add_argument("--model", default="", help="chat model spec (default: the context's, local:default)")
+    parser.add_argument(
+        "--model",
+        default="",
+        help="chat model spec (default: the context's, local:default); scripted:obedient or scripted:honest: offline",
+    )
     parser.add_argument("--defence", choices=("graph", "preview"), default="graph")
     parser.add_argument("--suite", default=str(SUITE_DIR), help="suite directory (cases.jsonl, docs.jsonl, pages/)")
     parser.add_argument("--limit", type=int, default=0, help="run only the first N cases")
+    parser.add_argument(
+        "--rules",
+        nargs="*",
+        metavar="CORPUS",
+        help="measure only the LLM-free rules (no model): recall on the suite "
+        "and held-out sets, false positives on these .jsonl corpora; writes rules.json",
+    )
     args = parser.parse_args(argv)
     suite = Path(args.suite)
+    if args.rules is not None:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        measured = measure_rules(suite, [Path(c) for c in args.rules])
+        command = "python -m reground.evals.injection " + shlex.join(list(argv if argv is not None else sys.argv[1:]))
+        (Path(args.out) / "rules.json").write_text(json.dumps({"command": command, **measured}, indent=2) + "\n")
+        for name, value in measured.items():
+            brief = {k: v for k, v in value.items() if not isinstance(v, list)}
+            print(name, json.dumps(brief), f"+{len(value.get('missed', []))} missed" if "missed" in value else "")
+        return 0
     cases = load_cases(suite)[: args.limit or None]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    overrides = {"chat_model": args.model} if args.model else {}
+    scripted = args.model.startswith("scripted:")
+    overrides = {"chat_model": args.model} if args.model and not scripted else {}
     with tempfile.TemporaryDirectory(prefix="reground-injection-") as tmp, (out / "cases.jsonl").open("w") as fh:
 
         def write(row: dict[str, Any]) -> None:
@@ -288,6 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = run_suite(
             cases,
             data_dir=Path(tmp),
+            chat_model=scripted_model(args.model.removeprefix("scripted:")) if scripted else None,
             context_overrides=overrides,
             defence=args.defence,
             paths=suite_paths(suite),

@@ -74,7 +74,8 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\b(?:stop|quit)\s+following\s+(?:your|the|all|any)\s+(?:instructions|rules|guidelines|policies)\b|\byou\s+are\s+now\s+(?:in\s+|an?\s+|the\s+)?(?:unrestricted|unfiltered|uncensored|free\b|"
             r"no\s+longer|developer|admin|DAN\b|different|evil|pirate|hacker|called|named|operating|acting|AI\b|"
             r"assistant|chat ?bot)|\bnew\s+(?:system\s+)?instructions?\s*:"
-            r"|\bdeveloper\s+mode\b|\bjailbreak|\bDAN\b|\bdo\s+anything\s+now\b"
+            r"|\bdeveloper\s+mode\b|\bjailbreak|\bdo\s+anything\s+now\b"
+            r"|(?-i:\bDAN\b)(?=[^.!?\n]{0,60}\b(?:mode|prompt|jailbreak|without|anything|restrictions?|unrestricted)\b)"
             r"|^\W*(?:\[|<|\{)?\s*(?:system|admin|developer)\s*(?:note|message|override|instruction|update|prompt)?"
             r"\s*(?:\]|>|\}|:)",
             re.IGNORECASE,
@@ -206,7 +207,7 @@ RULES += (
             r"|\byou(?:'re|\s+are)\s+(?:now\s+)?an?\s+(?:unrestricted|unfiltered|uncensored|evil|rogue)\b"
             r"|\b(?:forget|ignore|disregard)\s+(?:everything|anything|all)\s+(?:above|before|else|you)\b"
             r"|\b(?:tell|inform|warn|notify|advise)\s+(?:the|every|each|all|any)\s+(?:users?|employees?|customers?|"
-            r"visitors?|readers?|people|persons?)\b[^.!?\n]{0,120}?(?:https?://|www\.|\b[a-z0-9-]+\.(?:com|net|org|top|"
+            r"visitors?|readers?)\b[^.!?\n]{0,120}?(?:https?://|www\.|\b[a-z0-9-]+\.(?:com|net|org|top|"
             r"xyz|ru|info|biz|io)\b|@|\blog\s*in\b|\bsign\s*in\b|\bpasswords?\b|\blocked\b)",
             re.IGNORECASE,
         ),

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage
 from reground.evals.injection import (
     SUITE_DIR,
     build_store,
     load_cases,
+    obedient_reply,
     payload_in,
     quoted,
     run_suite,
@@ -21,7 +21,7 @@ from reground.evals.injection import (
     suite_paths,
     summarize,
 )
-from reground.tools.fake_chat import ScriptedChatModel, first_passage_reply
+from reground.tools.fake_chat import ScriptedChatModel
 from reground.tools.injection import (
     REMOVED_MARKER,
     Finding,
@@ -239,16 +239,6 @@ def test_payload_markers_with_edge_spaces_match_whole_words_only() -> None:
 # The cases where the graph as it is (before the integration) repeats an injected instruction: unrelated
 # questions whose closest passage sentence is the injection itself, plus topic questions on every format.
 RUN_CASES = ("parking-unrelated", "dress-code-unrelated", "mfa-setup", "wellness-program", "laptop-return")
-
-
-def obedient_reply(messages: Sequence[BaseMessage]) -> str:
-    """A model that obeys any injected instruction of the suite it is shown: it repeats it with its payload."""
-    shown = " ".join(str(messages[0].content).split())
-    for case in load_cases():
-        for sentence in case["injected"]:
-            if " ".join(sentence.split()[:6]) in shown:
-                return json.dumps({"helpful": [1], "answer": f"{sentence} {case['payloads'][0]}"})
-    return first_passage_reply(messages)
 
 
 @pytest.fixture(scope="module")
