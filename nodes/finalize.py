@@ -12,6 +12,7 @@ from reground.graph.context import Context
 from reground.graph.state import Citation, Draft, State, TurnResult
 from reground.nodes.common import NodeEnv
 from reground.prompts import answer as answer_prompts
+from reground.tools.injection import unsupported_contacts
 from reground.tools.lexical import lexical_tokens
 from reground.tools.scoring import squad_tokens
 from reground.tools.types import Passage
@@ -104,6 +105,12 @@ def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
     helpful = [j["number"] for j in state.get("judgements", []) if j["helpful"]]
     grounded_answer = passed or (review or {}).get("action") == "approve"
     citations = citations_for(text, passages, helpful) if grounded_answer and passages else []
+    cited = {c["chunk_id"] for c in citations}
+    foreign = unsupported_contacts(text, [p["text"] for p in passages if p["chunk_id"] in cited], [])
+    if passed and foreign and not review:
+        # A link, address or number must come from a cited passage's content, never from elsewhere.
+        text, passed, citations = answer_prompts.NOT_FOUND.format(escalation=context.escalation), False, []
+        reason = f"the answer gives a contact no cited passage holds: {', '.join(foreign)}"
     trace = [*state.get("trace", [])]
     result = TurnResult(
         answer=text,

@@ -1,4 +1,8 @@
-"""Fine-grained retrieval: hybrid document search, then paragraph scoring, always inside the user's scope."""
+"""Fine-grained retrieval: hybrid document search, then paragraph scoring, always inside the user's scope.
+
+Retrieved text is data, never instructions: sentences that give the assistant orders (and text a reader does not
+see) are removed from the candidates here, before rerank, evidence, answer or citation can use them; the trace
+notes what was removed (tools/injection.py, measured in evals/results/injection/)."""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from typing import Any
 
 from reground.graph.state import State
 from reground.nodes.common import NodeEnv
+from reground.tools.injection import guard_candidates
 from reground.tools.retrieval import RetrievalQuery, history_query
 
 
@@ -26,5 +31,6 @@ def retrieve(state: State, env: NodeEnv) -> dict[str, Any]:
         paragraph_k=context.paragraph_candidates,
         paragraph_scoring=context.use_paragraph_scoring,
     )
+    candidates, _ = guard_candidates(candidates, env.stats.notes)
     env.stats.notes.append(f"{len(candidates)} candidates for {state.get('query_mode', 'refined')} query")
     return {"candidates": candidates}

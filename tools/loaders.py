@@ -112,8 +112,9 @@ _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 def html_text(markup: str, fallback_title: str = "") -> tuple[str, str]:
     """(title, text) of an HTML page: one paragraph per block of text, headings as markdown '# '."""
     from bs4 import BeautifulSoup, NavigableString
+    from reground.tools.injection import strip_hidden
 
-    soup = BeautifulSoup(markup, "html.parser")
+    soup = BeautifulSoup(strip_hidden(markup), "html.parser")  # text a reader does not see is not content
     for tag in soup(["script", "style", "nav", "footer", "noscript", "template"]):
         tag.decompose()
     title = soup.title.get_text(strip=True) if soup.title else ""

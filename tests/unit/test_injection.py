@@ -281,11 +281,6 @@ def test_with_the_defence_no_answer_obeys_or_repeats_an_injection(suite_store: t
     assert any(r["trace_notes"] for r in rows), "the removal is reported in the turn's trace"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the integration of tools/injection.py into nodes/retrieve.py (the lead's step); remove this "
-    "marker once wired: the graph itself must then pass",
-)
 def test_the_graph_itself_obeys_no_injection(suite_store: tuple[Path, Any]) -> None:
     rows = run_cases(suite_store, "graph")
     assert [r["case_id"] for r in rows if r["obeyed"] or r["quoted"]] == []
