@@ -256,6 +256,7 @@ def test_hundreds_of_acme_questions_never_see_globex(
         use_llm_groundedness_judge=False,
         groundedness_threshold=0.0,
         use_principle_refinement=False,
+        relevance_threshold=0.0,  # a scope test: every answer quotes its passage [1], relevant or not
         max_reground_attempts=0,
     )
     turns_with_acme = 0
