@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 from reground.graph.context import Context
 from reground.graph.state import Draft, State
-from reground.nodes.answer import JSON_OVERHEAD_TOKENS, cap_sentences, evidence_for, make_draft
+from reground.nodes.answer import JSON_OVERHEAD_TOKENS, cap_sentences, evidence_for, make_draft, question_of
 from reground.nodes.common import NodeEnv, grounded_messages
 from reground.tools.chat import LLMReplyError
 from reground.tools.evidence import extractive_answer
@@ -57,9 +57,7 @@ def refine(state: State, env: NodeEnv) -> dict[str, Any]:
             if text:
                 candidates.append(make_draft(text, passages, state, evidence))
             continue
-        task = context.refine_prompts[principle].format(
-            answer=current["text"], question=state.get("standalone_question") or state["question"]
-        )
+        task = context.refine_prompts[principle].format(answer=current["text"], question=question_of(state))
         model = env.services.chat(context, "answer")
         try:
             reply, _ = call_json(
