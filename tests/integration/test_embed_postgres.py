@@ -44,7 +44,12 @@ def ask(graph: Any, context: Context, thread: str, question: str) -> dict[str, A
 def test_threads_persist_in_postgres_across_app_restarts(postgres: Postgres, hr_store: Any, hr_store_dir: str) -> None:
     from langgraph.checkpoint.postgres import PostgresSaver
 
-    context = Context(collection="test-hr", data_dir=hr_store_dir, use_llm_groundedness_judge=False)
+    context = Context(
+        collection="test-hr",
+        data_dir=hr_store_dir,
+        use_llm_groundedness_judge=False,
+        rewrite_below_margin=1.0,  # every follow-up is rewritten, so the restored history shows in the prompt
+    )
     first, second = "How much annual leave do I get in Germany?", "Can I carry it over?"
     with PostgresSaver.from_conn_string(postgres.uri) as saver:
         saver.setup()
