@@ -75,7 +75,7 @@ def _result(
 def no_retrieval(model: BaseChatModel, *, history: Sequence[Mapping[str, str]], question: str) -> dict[str, Any]:
     """Answer from the dialogue alone."""
     from langchain_core.messages import HumanMessage
-    from reground.nodes.common import format_conversation
+    from reground.prompts.formatting import format_conversation
     from reground.tools.chat import CallStats, call_text
 
     started, stats = time.perf_counter(), CallStats()
@@ -97,7 +97,7 @@ def rag(
 ) -> dict[str, Any]:
     """Retrieve k passages (question only, or question + recent dialogue), then one answer call."""
     from langchain_core.messages import HumanMessage
-    from reground.nodes.common import format_conversation, format_passages
+    from reground.prompts.formatting import format_conversation, format_passages
     from reground.tools.chat import CallStats, call_text
     from reground.tools.retrieval import RetrievalQuery, history_query
 

@@ -150,12 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from reground.tools.ingest import ingest
     from reground.tools.store import PassageStore
 
-    from reground.commands.conversation import (
-        DEMO_COLLECTION,
-        DEMO_SCOPE,
-        DEMO_TURNS,
-        demo_corpus_path,
-    )
+    from reground.demo import DEMO_COLLECTION, DEMO_SCOPE, DEMO_TURNS, demo_corpus_path
 
     servers = _servers()
     corpus = demo_corpus_path()

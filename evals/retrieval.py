@@ -93,7 +93,7 @@ def case_query(case: Case, budget_tokens: int, *, keywords: bool) -> RetrievalQu
     hq = history_query(case.question, case.history, budget_tokens)
     kws: tuple[str, ...] = ()
     if keywords:
-        from reground.nodes.keywords import lexical_keywords
+        from reground.tools.keywords import lexical_keywords
 
         recent = " ".join(t["text"] for t in case.history[-2:])
         kws = tuple(lexical_keywords(case.question, case.question, recent))

@@ -1,4 +1,7 @@
-"""What every node shares: its environment (clients, cost accounting, progress) and the prompt layout."""
+"""What every node shares: its environment (clients, cost accounting, progress) and the prompt layout.
+
+The formatting helpers live in prompts/formatting.py (evals use them too); they are re-exported here for nodes.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +13,19 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from reground.graph.context import Context
 from reground.prompts import answer as answer_prompts
+from reground.prompts.formatting import format_conversation, format_history, format_passages
 from reground.tools.chat import CallStats
 from reground.tools.services import Services
 from reground.tools.types import Passage
+
+__all__ = [
+    "NodeEnv",
+    "format_conversation",
+    "format_history",
+    "format_passages",
+    "grounded_messages",
+    "shared_prefix",
+]
 
 
 @dataclass
@@ -30,32 +43,6 @@ class NodeEnv:
     def progress(self, node: str, message: str, **data: Any) -> None:
         """A custom stream event (stream_mode="custom") so UIs can show what the turn is doing."""
         self.runtime.stream_writer({"node": node, "message": message, **data})
-
-
-def format_history(history: Sequence[dict[str, str]]) -> str:
-    if not history:
-        return "(no earlier messages)"
-    return "\n".join(f"{turn['role']}: {turn['text']}" for turn in history)
-
-
-def format_conversation(history: Sequence[dict[str, str]], question: str) -> str:
-    return "\n".join([*(f"{t['role']}: {t['text']}" for t in history), f"user: {question}"])
-
-
-def format_passages(passages: Sequence[Passage]) -> str:
-    blocks = []
-    for number, passage in enumerate(passages, start=1):
-        section = f" / {passage['section']}" if passage.get("section") else ""
-        blocks.append(
-            answer_prompts.PASSAGE.format(
-                number=number,
-                title=passage.get("title", ""),
-                section=section,
-                url=passage.get("url") or "no url",
-                text=passage["text"].strip(),
-            )
-        )
-    return "\n\n".join(blocks) if blocks else "(no passages found)"
 
 
 def shared_prefix(passages: Sequence[Passage], history: Sequence[dict[str, str]], question: str) -> SystemMessage:

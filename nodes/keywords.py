@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-from collections import Counter
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -12,10 +10,10 @@ from reground.graph.state import State
 from reground.nodes.common import NodeEnv, format_history
 from reground.prompts import keywords as prompts
 from reground.tools.chat import LLMReplyError
-from reground.tools.lexical import STOPWORDS
+from reground.tools.keywords import lexical_keywords
 from reground.tools.structured import call_json
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]{2,}")
+__all__ = ["Keywords", "extract_keywords", "lexical_keywords"]
 
 
 class Keywords(BaseModel):
@@ -30,21 +28,6 @@ class Keywords(BaseModel):
         if not cleaned:
             raise ValueError("no usable keywords")
         return cleaned[:5]
-
-
-def lexical_keywords(*texts: str, limit: int = 5) -> list[str]:
-    """Content words ranked by frequency across the texts, earlier texts first on ties (no LLM)."""
-    counts: Counter[str] = Counter()
-    first_seen: dict[str, int] = {}
-    for text in texts:
-        for word in _WORD.findall(text.lower()):
-            word = word.strip("'-")
-            if word in STOPWORDS or len(word) < 3:
-                continue
-            counts[word] += 1
-            first_seen.setdefault(word, len(first_seen))
-    ranked = sorted(counts, key=lambda w: (-counts[w], first_seen[w]))
-    return ranked[:limit]
 
 
 def extract_keywords(state: State, env: NodeEnv) -> dict[str, Any]:

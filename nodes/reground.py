@@ -7,9 +7,9 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from reground.graph.state import State
 from reground.nodes.common import NodeEnv, format_history
-from reground.nodes.keywords import lexical_keywords
 from reground.nodes.refine_question import REWRITE_MAX_TOKENS, Rewrite
 from reground.tools.chat import LLMReplyError
+from reground.tools.keywords import lexical_keywords
 from reground.tools.retrieval import history_query
 from reground.tools.structured import call_json
 

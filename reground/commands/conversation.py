@@ -9,21 +9,9 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
-DEMO_COLLECTION = "demo-hr"
-DEMO_SCOPE = {"country": "DE", "employment_type": "full-time"}
-DEMO_TURNS = (
-    "How many days of annual leave do I get per year?",
-    "Can I carry unused days over to next year?",
-    "Until when do I have to use them?",
-)
-
-
-def demo_corpus_path() -> Path:
-    return Path(str(resources.files("reground") / "data" / "hr_policies.jsonl"))
+from reground.demo import DEMO_COLLECTION, DEMO_SCOPE, DEMO_TURNS, demo_corpus_path
 
 
 def _context(args: argparse.Namespace, **overrides: Any) -> Any:

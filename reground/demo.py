@@ -1,0 +1,23 @@
+"""The demo conversation's data: its collection, the user's scope, the three turns and the bundled HR corpus.
+
+Shared by `reground demo` (reground/commands/conversation.py) and the server benchmark (evals/bench_server.py),
+which must not import CLI modules.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+DEMO_COLLECTION = "demo-hr"
+DEMO_SCOPE = {"country": "DE", "employment_type": "full-time"}
+DEMO_TURNS = (
+    "How many days of annual leave do I get per year?",
+    "Can I carry unused days over to next year?",
+    "Until when do I have to use them?",
+)
+
+
+def demo_corpus_path() -> Path:
+    """The HR policy corpus installed with the package (reground/data/hr_policies.jsonl)."""
+    return Path(str(resources.files("reground") / "data" / "hr_policies.jsonl"))
