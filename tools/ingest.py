@@ -16,7 +16,7 @@ from pathlib import Path
 from reground.tools.chunking import DEFAULT_MAX_TOKENS, chunk_document
 from reground.tools.loaders import Document, LoadError, load_paths
 from reground.tools.locking import WaitNotice
-from reground.tools.store import PassageStore
+from reground.tools.vector_store import VectorStore
 from tqdm import tqdm
 
 
@@ -55,7 +55,7 @@ def content_hash(doc: Document, max_tokens: int) -> str:
 
 def ingest_documents(
     documents: Sequence[Document],
-    store: PassageStore,
+    store: VectorStore,
     *,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     progress: bool = True,
@@ -70,7 +70,7 @@ def ingest_documents(
 
 
 def _ingest_locked(
-    documents: Sequence[Document], store: PassageStore, *, max_tokens: int, progress: bool, summary: IngestSummary
+    documents: Sequence[Document], store: VectorStore, *, max_tokens: int, progress: bool, summary: IngestSummary
 ) -> IngestSummary:
     known = store.document_hashes()
     seen: set[str] = set()
@@ -101,7 +101,7 @@ def _ingest_locked(
 
 def ingest(
     paths: Sequence[str | Path],
-    store: PassageStore,
+    store: VectorStore,
     *,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     delete: Sequence[str] = (),

@@ -1,12 +1,23 @@
-"""Lexical tokenisation shared by the BM25 index and the LLM-free keyword extractor."""
+"""The one tokeniser, stopword list and BM25 of the project (retrieval, keywords, evidence, evals).
+
+Every lexical comparison (the chunk and whole-document BM25 indexes, the paragraph score's lexical term, the
+LLM-free keyword extractor, evidence sentences, the span metric) tokenises with `lexical_tokens`, so a word
+is the same word everywhere. BM25 is bm25s's Lucene variant (k1 1.5, b 0.75), the only implementation here.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Any
 
-_TOKEN = re.compile(r"[a-z0-9]+")
+import numpy as np
+
+# Letters and digits (any script), lower-cased: "Café's 2024 PTO" → café, s, 2024, pto.
+_TOKEN = re.compile(r"[^\W_]+")
 
 # English function words plus chat filler ("please", "thanks"): never useful as search terms.
+# (A superset of bm25s's English list, which the whole-document index used to use.)
 STOPWORDS = frozenset(
     """
     a about above after again against all also am an and any are as at be because been before being
@@ -22,6 +33,45 @@ STOPWORDS = frozenset(
 )
 
 
+def words(text: str) -> list[str]:
+    """Every lower-cased letter/digit run of text, stopwords included (for n-gram style comparisons)."""
+    return _TOKEN.findall(text.lower())
+
+
 def lexical_tokens(text: str) -> list[str]:
-    """Lowercase alphanumeric runs without stopwords (what BM25 indexes and matches)."""
+    """Lower-cased letter/digit runs without stopwords: what BM25 indexes and matches."""
     return [t for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
+
+
+# The name retrieval and the evals used for the same thing.
+content_terms = lexical_tokens
+
+
+class BM25:
+    """BM25 (bm25s, Lucene scoring) over pre-tokenised documents; `scores` gives one score per document.
+
+    A query term given twice counts twice (pass `dict.fromkeys(terms)` for a set semantics); terms no document
+    has are ignored.
+    """
+
+    def __init__(self, corpus: Sequence[Sequence[str]], *, k1: float = 1.5, b: float = 0.75) -> None:
+        import bm25s
+
+        self.size = len(corpus)
+        self._index: Any = None
+        if any(corpus):
+            self._index = bm25s.BM25(k1=k1, b=b)
+            self._index.index([list(doc) for doc in corpus], show_progress=False)
+            self._vocab: dict[str, int] = self._index.vocab_dict
+
+    def scores(self, query_terms: Sequence[str]) -> np.ndarray:
+        """float32 scores, one per corpus document (zeros when no query term is indexed)."""
+        known = [t for t in query_terms if self._index is not None and t in self._vocab]
+        if not known:
+            return np.zeros(self.size, dtype=np.float32)
+        ids = [self._vocab[t] for t in known]
+        return np.asarray(self._index.get_scores_from_ids(ids), dtype=np.float32)
+
+    @classmethod
+    def from_texts(cls, texts: Sequence[str]) -> BM25:
+        return cls([lexical_tokens(t) for t in texts])

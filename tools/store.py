@@ -1,8 +1,7 @@
-"""The persistent passage store: Chroma (embedded or server) + a BM25 index of the same chunks.
+"""The Chroma vector store (embedded or server) behind `tools.vector_store.VectorStore`.
 
-It is the one place where a user's metadata scope is enforced: every read takes `where`, and the
-same predicate (`matches`) is applied to dense, lexical and direct reads, so no stage can leak. A
-scope naming a field no document has is an error (`UnknownMetadataFieldError`), not an empty result.
+It stores chunks, vectors and a manifest; searching is `tools.search_index.SearchIndex`'s job (`store.index`,
+which the read methods below delegate to, so `PassageStore.open(...).dense_search(...)` keeps working).
 
 Crash safety: a per-collection manifest (a second Chroma collection, one record per document)
 names each document's live generation. New chunks are written under a new generation, then the
@@ -24,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import re
 import threading
 import time
 import uuid
@@ -35,8 +33,6 @@ from urllib.parse import urlparse
 
 import numpy as np
 from reground.tools.embeddings import MINILM_SPEC, Embedder, chroma_embedding_function, load_embedder
-from reground.tools.errors import DataError, InputError
-from reground.tools.lexical import lexical_tokens
 from reground.tools.locking import (
     WaitNotice,
     collection_lock,
@@ -46,111 +42,33 @@ from reground.tools.locking import (
     try_collection_lock,
 )
 from reground.tools.paths import data_dir as default_data_dir
+from reground.tools.search_index import (  # noqa: F401 - re-exported: the store's public names before the split
+    FILTER_OPERATORS,
+    MATCH_ANY,
+    SearchIndex,
+    Where,
+    matches,
+    normalize_where,
+)
 from reground.tools.types import Chunk
+from reground.tools.vector_store import (  # noqa: F401 - re-exported
+    CollectionNotFoundError,
+    EmptyCollectionError,
+    InvalidCollectionNameError,
+    MetadataFilterError,
+    Snapshot,
+    StoreError,
+    UnknownMetadataFieldError,
+    collection_name_problem,
+)
 
 META_PREFIX = "m_"
-MATCH_ANY = "all"
 MANIFEST_SUFFIX = ".reground-manifest"
 VERSION_ID = "__version__"
-FILTER_OPERATORS = ("$eq", "$in")
 # On a Chroma server, chunks of a generation no manifest record names may belong to a writer on another
 # machine that has not flipped yet: only leftovers older than this are collected there.
 SERVER_LEFTOVER_GRACE_S = 15 * 60.0
 WRITE_ATTEMPTS = 3
-
-
-class StoreError(DataError):
-    """A store problem; the message names the collection and what to do."""
-
-
-class CollectionNotFoundError(StoreError):
-    """The collection does not exist; the message lists the ones that do."""
-
-
-class EmptyCollectionError(StoreError):
-    """The collection exists but holds no chunks."""
-
-
-class UnknownMetadataFieldError(StoreError):
-    """A metadata filter names a field no document of the collection has; the message lists the known ones."""
-
-
-class InvalidCollectionNameError(InputError):
-    """A collection name Chroma (or a path) would not accept, e.g. `../../etc`."""
-
-
-class MetadataFilterError(InputError):
-    """A metadata filter of the wrong shape or with an unsupported operator."""
-
-
-Where = dict[str, Any]
-
-
-def collection_name_problem(collection: str) -> str | None:
-    """Why a collection name is invalid (Chroma's rules, with room for the manifest suffix), or None."""
-    shape = r"[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]"
-    if 3 <= len(collection) <= 200 and re.fullmatch(shape, collection) and ".." not in collection:
-        return None
-    return (
-        f"invalid collection name {collection!r}: 3-200 characters, letters, digits, '.', '_' or '-', "
-        "starting and ending with a letter or digit, no '..'"
-    )
-
-
-_FILTER_HELP = "use {'field': value}, {'field': [v1, v2]}, {'field': {'$eq': value}} or {'field': {'$in': [v1, v2]}}"
-
-
-def _filter_values(key: str, value: Any) -> list[Any]:
-    """The allowed values of one filter entry; raises MetadataFilterError on anything else."""
-    if isinstance(value, dict):
-        if len(value) != 1:
-            raise MetadataFilterError(
-                f"metadata filter {key!r} must have exactly one operator, got {value!r}; {_FILTER_HELP}"
-            )
-        ((op, operand),) = value.items()
-        if op not in FILTER_OPERATORS:
-            raise MetadataFilterError(
-                f"unsupported metadata filter operator {op!r} on {key!r} (supported: {', '.join(FILTER_OPERATORS)}); "
-                f"{_FILTER_HELP}"
-            )
-        if op == "$in" and not isinstance(operand, list):
-            raise MetadataFilterError(f"metadata filter {key!r}: '$in' needs a list of values, got {operand!r}")
-        return operand if isinstance(operand, list) else [operand]
-    return value if isinstance(value, list) else [value]
-
-
-def normalize_where(where: Where | None) -> dict[str, list[str]]:
-    """{field: value | [values] | {'$eq': v} | {'$in': [...]}} → {field: [str values]}; rejects the rest."""
-    if not where:
-        return {}
-    if not isinstance(where, dict):
-        raise MetadataFilterError(f"metadata filter must be an object like {{'country': 'DE'}}, got {where!r}")
-    out: dict[str, list[str]] = {}
-    for key, value in where.items():
-        if not isinstance(key, str) or not key.strip():
-            raise MetadataFilterError(f"metadata filter keys must be field names, got {key!r}; {_FILTER_HELP}")
-        if key.startswith("$"):
-            raise MetadataFilterError(
-                f"unsupported metadata filter operator {key!r} at the top level (fields are AND-ed); {_FILTER_HELP}"
-            )
-        values = _filter_values(key, value)
-        if not values or not all(isinstance(v, (str, int, float, bool)) for v in values):
-            raise MetadataFilterError(
-                f"metadata filter {key!r} needs a string/number/boolean or a non-empty list of them, got {value!r}"
-            )
-        out[key] = [str(v) for v in values]
-    return out
-
-
-def matches(metadata: dict[str, Any], where: dict[str, list[str]]) -> bool:
-    """Fail closed: every filtered field must be present and equal one of the values, or be 'all'."""
-    for key, allowed in where.items():
-        if key not in metadata:
-            return False
-        value = str(metadata[key])
-        if value != MATCH_ANY and value not in allowed and not (set(value.split(",")) & set(allowed)):
-            return False
-    return True
 
 
 def generation_for(doc_id: str, content_hash: str) -> str:
@@ -174,50 +92,8 @@ def _client(data_dir: Path, chroma_url: str) -> Any:
     return chromadb.PersistentClient(path=str(data_dir / "chroma"), settings=settings)
 
 
-class _Snapshot:
-    """Live chunks of one version of a collection, held in memory for millisecond reads."""
-
-    def __init__(self, version: str, chunks: list[Chunk], vectors: np.ndarray) -> None:
-        self.version = version
-        self.chunks = chunks
-        self.vectors = vectors
-        self.index = {c["chunk_id"]: i for i, c in enumerate(chunks)}
-        self.by_doc: dict[str, list[int]] = {}
-        for i, c in enumerate(chunks):
-            self.by_doc.setdefault(c["doc_id"], []).append(i)
-        self.fields: frozenset[str] = frozenset(key for c in chunks for key in c["metadata"])
-        self._bm25: Any = None
-        self._allowed: dict[tuple[tuple[str, tuple[str, ...]], ...], np.ndarray] = {}
-        self._lock = threading.Lock()
-
-    def allowed(self, scope: dict[str, list[str]]) -> np.ndarray | None:
-        """Which chunks the scope lets through (None: no scope, all of them); computed once per scope,
-        since every search of a turn (dense and lexical, each query) asks for the same one."""
-        if not scope:
-            return None
-        key = tuple(sorted((name, tuple(values)) for name, values in scope.items()))
-        with self._lock:
-            mask = self._allowed.get(key)
-        if mask is None:
-            mask = np.fromiter((matches(c["metadata"], scope) for c in self.chunks), dtype=bool, count=len(self.chunks))
-            with self._lock:
-                self._allowed[key] = mask
-        return mask
-
-    def bm25(self) -> Any:
-        with self._lock:
-            if self._bm25 is None and self.chunks:
-                import bm25s
-
-                corpus = [lexical_tokens(f"{c['title']} {c['section']} {c['text']}") for c in self.chunks]
-                retriever = bm25s.BM25()
-                retriever.index(corpus, show_progress=False)
-                self._bm25 = retriever
-            return self._bm25
-
-
 class PassageStore:
-    """A collection of chunks with dense and lexical search, filtered by the user's scope."""
+    """A Chroma collection of chunks (a `VectorStore`), with its search index as `index`."""
 
     def __init__(self, collection: str, client: Any, embedder: Embedder, data_dir: Path, chroma_url: str) -> None:
         self.collection = collection
@@ -225,8 +101,7 @@ class PassageStore:
         self.data_dir = data_dir
         self.chroma_url = chroma_url
         self._bind(client)
-        self._snapshot: _Snapshot | None = None
-        self._lock = threading.Lock()
+        self.index = SearchIndex(self)
         self._writer = threading.local()  # how deep this thread is in `writing()` (the lock is re-entrant)
         self._disk_mark = self._disk_state()
         self.last_repair: dict[str, Any] = {}
@@ -582,139 +457,77 @@ class PassageStore:
         live = {d: str(m.get("generation", "")) for d, m in self._manifest_records().items() if d != VERSION_ID}
         return live, self._chunks.get(include=["metadatas", "documents", "embeddings"])
 
-    def _load(self) -> _Snapshot:
-        """The in-memory snapshot of live chunks, reloaded when another writer changed the collection."""
-        version = self._version()
-        with self._lock:
-            if self._snapshot is not None and self._snapshot.version == version:
-                return self._snapshot
-            try:
-                live, got = self._read_live()
-            except Exception:
-                if self.chroma_url or self._snapshot is None:
-                    raise
-                # Another process (e.g. `reground ingest` next to a running server) rewrote the embedded store.
-                self._reconnect()
-                version = self._version()
-                live, got = self._read_live()
-            chunks: list[Chunk] = []
-            rows: list[Any] = []
-            for meta, text, vector in zip(
-                got["metadatas"] or [],
-                got["documents"] or [],
-                got["embeddings"] if got["embeddings"] is not None else [],
-                strict=False,
-            ):
-                meta = meta or {}
-                if live.get(str(meta.get("doc_id"))) != str(meta.get("generation")):
-                    continue
-                chunks.append(
-                    Chunk(
-                        chunk_id=str(meta["chunk_id"]),
-                        doc_id=str(meta["doc_id"]),
-                        title=str(meta.get("title", "")),
-                        section=str(meta.get("section", "")),
-                        url=str(meta.get("url", "")),
-                        position=int(meta.get("position", 0)),
-                        text=str(text),
-                        metadata=json.loads(str(meta.get("metadata_json", "{}"))),
-                    )
+    def version(self) -> str:
+        """The manifest's version record: bumped by every write, so readers know to reload."""
+        return self._version()
+
+    def load_snapshot(self) -> Snapshot:
+        """Every live chunk (the manifest's generation of each document) with its vector."""
+        try:
+            version = self._version()
+            live, got = self._read_live()
+        except Exception:
+            if self.chroma_url:
+                raise
+            # Another process (e.g. `reground ingest` next to a running server) rewrote the embedded store.
+            self._reconnect()
+            version = self._version()
+            live, got = self._read_live()
+        chunks: list[Chunk] = []
+        rows: list[Any] = []
+        for meta, text, vector in zip(
+            got["metadatas"] or [],
+            got["documents"] or [],
+            got["embeddings"] if got["embeddings"] is not None else [],
+            strict=False,
+        ):
+            meta = meta or {}
+            if live.get(str(meta.get("doc_id"))) != str(meta.get("generation")):
+                continue
+            chunks.append(
+                Chunk(
+                    chunk_id=str(meta["chunk_id"]),
+                    doc_id=str(meta["doc_id"]),
+                    title=str(meta.get("title", "")),
+                    section=str(meta.get("section", "")),
+                    url=str(meta.get("url", "")),
+                    position=int(meta.get("position", 0)),
+                    text=str(text),
+                    metadata=json.loads(str(meta.get("metadata_json", "{}"))),
                 )
-                rows.append(vector)
-            order = sorted(range(len(chunks)), key=lambda i: (chunks[i]["doc_id"], chunks[i]["position"]))
-            chunks = [chunks[i] for i in order]
-            vectors = (
-                np.asarray([rows[i] for i in order], dtype=np.float32).reshape(len(chunks), -1)
-                if chunks
-                else np.zeros((0, self.embedder.dimension), dtype=np.float32)  # an empty (or emptied) collection
             )
-            self._snapshot = _Snapshot(version, chunks, vectors)
-            return self._snapshot
+            rows.append(vector)
+        vectors = (
+            np.asarray(rows, dtype=np.float32).reshape(len(chunks), -1)
+            if chunks
+            else np.zeros((0, self.embedder.dimension), dtype=np.float32)  # an empty (or emptied) collection
+        )
+        return Snapshot(version, chunks, vectors)
+
+    # --- reads: the search index's (kept here so a store opened by name can be searched directly) ---
 
     def count(self) -> int:
-        return len(self._load().chunks)
+        return self.index.count()
 
     def metadata_fields(self) -> list[str]:
-        """The metadata fields some document of the collection has: what a `where` may name."""
-        return sorted(self._load().fields)
+        return self.index.metadata_fields()
 
     def check_filter(self, where: Where | None) -> dict[str, list[str]]:
-        """The normalised scope, or MetadataFilterError (shape, operator) / UnknownMetadataFieldError.
-
-        Cheap (no model, no search): call it before a run so a bad filter fails before any LLM call.
-        """
-        return self._scope(self._load(), where)
-
-    def _scope(self, snapshot: _Snapshot, where: Where | None) -> dict[str, list[str]]:
-        scope = normalize_where(where)
-        unknown = sorted(set(scope) - snapshot.fields)
-        if unknown and snapshot.chunks:
-            known = ", ".join(sorted(snapshot.fields)) or "none"
-            raise UnknownMetadataFieldError(
-                f"metadata filter names {', '.join(map(repr, unknown))}, which no document in collection "
-                f"{self.collection!r} has (known fields: {known}); fix the filter or ingest documents with that field"
-            )
-        return scope
+        return self.index.check_filter(where)
 
     def all_chunks(self, where: Where | None = None) -> list[Chunk]:
-        snapshot = self._load()
-        scope = self._scope(snapshot, where)
-        return [c for c in snapshot.chunks if matches(c["metadata"], scope)]
+        return self.index.all_chunks(where)
 
     def chunks_for_documents(self, doc_ids: Sequence[str], where: Where | None = None) -> list[Chunk]:
-        snapshot = self._load()
-        scope = self._scope(snapshot, where)
-        out: list[Chunk] = []
-        for doc_id in dict.fromkeys(doc_ids):
-            out.extend(
-                c for i in snapshot.by_doc.get(doc_id, []) if matches((c := snapshot.chunks[i])["metadata"], scope)
-            )
-        return out
+        return self.index.chunks_for_documents(doc_ids, where)
 
     def embeddings_for(self, chunk_ids: Sequence[str]) -> np.ndarray:
-        snapshot = self._load()
-        missing = [c for c in chunk_ids if c not in snapshot.index]
-        if missing:
-            raise StoreError(f"unknown chunk ids in collection {self.collection!r}: {missing[:3]}")
-        if not chunk_ids:
-            return np.zeros((0, self.embedder.dimension), dtype=np.float32)
-        return snapshot.vectors[[snapshot.index[c] for c in chunk_ids]]
+        return self.index.embeddings_for(chunk_ids)
 
     def dense_search(
         self, query_embedding: np.ndarray, k: int, where: Where | None = None
     ) -> list[tuple[Chunk, float]]:
-        """Exact cosine similarity over the snapshot's (normalised) vectors, masked by the scope.
-
-        The snapshot already holds every live vector, so a matrix product is both exact and faster than a
-        round trip through Chroma's approximate index (0.2 ms vs 30 ms for 2,000 chunks on 2 cores).
-        """
-        snapshot = self._load()
-        scope = self._scope(snapshot, where)
-        if not snapshot.chunks or k <= 0:
-            return []
-        query = np.asarray(query_embedding, dtype=np.float32).reshape(-1)
-        scores = snapshot.vectors @ query / max(float(np.linalg.norm(query)), 1e-12)
-        allowed = snapshot.allowed(scope)
-        if allowed is not None:
-            scores = np.where(allowed, scores, -np.inf)
-        k = min(k, int(np.isfinite(scores).sum()))
-        if k <= 0:
-            return []
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(snapshot.chunks[i], float(scores[i])) for i in top]
+        return self.index.dense_search(query_embedding, k, where)
 
     def lexical_search(self, query: str, k: int, where: Where | None = None) -> list[tuple[Chunk, float]]:
-        """BM25 over title + section + text of every live chunk, masked by the scope."""
-        snapshot = self._load()
-        scope = self._scope(snapshot, where)
-        tokens = lexical_tokens(query)
-        bm25 = snapshot.bm25()
-        if not tokens or bm25 is None or k <= 0:
-            return []
-        scores = np.asarray(bm25.get_scores(tokens), dtype=np.float32)
-        allowed = snapshot.allowed(scope)
-        if allowed is not None:
-            scores = np.where(allowed, scores, -1.0)
-        top = np.argsort(-scores)[:k]
-        return [(snapshot.chunks[i], float(scores[i])) for i in top if scores[i] > 0]
+        return self.index.lexical_search(query, k, where)

@@ -1,0 +1,190 @@
+"""What reground needs from a vector store, and `open_store(spec, collection)` to pick one by a spec string.
+
+A store keeps a collection's chunks with their vectors and one content hash per document; it writes a
+document's chunks, deletes a document, lists the hashes and hands over a snapshot of every live chunk.
+Searching is not its job: `tools.search_index.SearchIndex` searches any store's snapshot in memory, and ingest
+(`tools.ingest`) writes through this interface only. So another vector database is one class with these
+methods plus a `register_store` line; nothing in ingest, retrieval or the graph changes.
+
+Specs, like chat model specs:
+- `chroma` or `chroma:` — the embedded Chroma store in reground's data dir ($REGROUND_DATA_DIR);
+- `chroma:<dir>` — the embedded Chroma store in <dir>;
+- `chroma-http://host:port` (or `chroma-https://...`) — a Chroma server (`chroma run`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+from reground.tools.errors import DataError, InputError
+from reground.tools.types import Chunk
+
+if TYPE_CHECKING:
+    from reground.tools.embeddings import Embedder
+    from reground.tools.locking import WaitNotice
+
+
+class StoreError(DataError):
+    """A store problem; the message names the collection and what to do."""
+
+
+class CollectionNotFoundError(StoreError):
+    """The collection does not exist; the message lists the ones that do."""
+
+
+class EmptyCollectionError(StoreError):
+    """The collection exists but holds no chunks."""
+
+
+class UnknownMetadataFieldError(StoreError):
+    """A metadata filter names a field no document of the collection has; the message lists the known ones."""
+
+
+class InvalidCollectionNameError(InputError):
+    """A collection name Chroma (or a path) would not accept, e.g. `../../etc`."""
+
+
+class MetadataFilterError(InputError):
+    """A metadata filter of the wrong shape or with an unsupported operator."""
+
+
+class StoreSpecError(InputError):
+    """A store spec that does not parse; the message lists the accepted forms."""
+
+
+def collection_name_problem(collection: str) -> str | None:
+    """Why a collection name is invalid (Chroma's rules, with room for the manifest suffix), or None."""
+    shape = r"[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]"
+    if 3 <= len(collection) <= 200 and re.fullmatch(shape, collection) and ".." not in collection:
+        return None
+    return (
+        f"invalid collection name {collection!r}: 3-200 characters, letters, digits, '.', '_' or '-', "
+        "starting and ending with a letter or digit, no '..'"
+    )
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Every live chunk of a collection at one version, with its vector (row i of `vectors` is chunk i)."""
+
+    version: str
+    chunks: list[Chunk]
+    vectors: np.ndarray  # float32, shape (len(chunks), dimension)
+
+    @property
+    def ids(self) -> list[str]:
+        return [c["chunk_id"] for c in self.chunks]
+
+    @property
+    def texts(self) -> list[str]:
+        return [c["text"] for c in self.chunks]
+
+    @property
+    def metadatas(self) -> list[dict[str, Any]]:
+        return [c["metadata"] for c in self.chunks]
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    """The storage side of a collection: what ingest writes through and what the search index reads."""
+
+    collection: str
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedding model the collection's vectors come from (queries must use the same one)."""
+        ...
+
+    def writing(self, *, on_wait: WaitNotice | None = None) -> AbstractContextManager[None]:
+        """Hold the collection's write lock (re-entrant per thread) for a batch of writes."""
+        ...
+
+    def take_repaired(self) -> list[str]:
+        """Documents the store dropped since the last call (their chunks were incomplete); [] if none."""
+        ...
+
+    def document_hashes(self) -> dict[str, str]:
+        """doc_id → content hash of every live document (what ingest compares to skip unchanged ones)."""
+        ...
+
+    def replace_document(self, doc_id: str, content_hash: str, chunks: list[Chunk]) -> None:
+        """Make `chunks` the document's only live chunks, atomically for readers; embeds them."""
+        ...
+
+    def delete_document(self, doc_id: str) -> int:
+        """Remove a document; the number of chunks it had (0: it was not there)."""
+        ...
+
+    def version(self) -> str:
+        """Changes whenever a write changes what `load_snapshot` returns (cheap: read on every search)."""
+        ...
+
+    def load_snapshot(self) -> Snapshot:
+        """Every live chunk with its vector."""
+        ...
+
+
+StoreFactory = Callable[..., VectorStore]
+_SCHEMES: dict[str, StoreFactory] = {}
+ACCEPTED = "'chroma', 'chroma:<dir>', 'chroma-http://host:port' or 'chroma-https://host:port'"
+
+
+def register_store(scheme: str, factory: StoreFactory) -> None:
+    """Make `open_store('<scheme>:<rest>', ...)` call `factory(rest, collection, embedder=, create=, on_wait=)`."""
+    _SCHEMES[scheme] = factory
+
+
+def store_spec(data_dir: str | Path | None = None, chroma_url: str = "") -> str:
+    """The spec of the pre-spec settings: a Chroma server URL, else the embedded store in data_dir."""
+    if chroma_url:
+        url = chroma_url if "://" in chroma_url else f"http://{chroma_url}"
+        return f"chroma-{url}"
+    return f"chroma:{data_dir}" if data_dir else "chroma"
+
+
+def parse_store_spec(spec: str) -> tuple[str, str]:
+    """(scheme, rest): `chroma-http://h:p` → ('chroma-http', 'http://h:p'), `chroma:/d` → ('chroma', '/d')."""
+    spec = spec.strip()
+    if spec.startswith(("chroma-http://", "chroma-https://")):
+        url = spec[len("chroma-") :]
+        return f"chroma-{url.split('://', 1)[0]}", url
+    scheme, _, rest = spec.partition(":")
+    if scheme == "chroma" or scheme in _SCHEMES:
+        return scheme, rest
+    known = ", ".join(repr(f"{s}:...") for s in sorted(_SCHEMES))
+    raise StoreSpecError(f"unknown store spec {spec!r}: use {ACCEPTED}" + (f" or {known}" if known else ""))
+
+
+def open_store(
+    spec: str,
+    collection: str,
+    *,
+    embedder: Embedder | None = None,
+    create: bool = False,
+    on_wait: WaitNotice | None = None,
+) -> VectorStore:
+    """Open (or, with `create`, create) a collection in the store the spec names."""
+    scheme, rest = parse_store_spec(spec or "chroma")
+    if scheme in _SCHEMES:
+        return _SCHEMES[scheme](rest, collection, embedder=embedder, create=create, on_wait=on_wait)
+    from reground.tools.store import PassageStore
+
+    if scheme == "chroma":
+        return PassageStore.open(collection, data_dir=rest or None, embedder=embedder, create=create, on_wait=on_wait)
+    return PassageStore.open(collection, chroma_url=rest, embedder=embedder, create=create, on_wait=on_wait)
+
+
+def search_index(store: VectorStore) -> Any:
+    """The store's search index (its own if it keeps one, else a new `SearchIndex` over it)."""
+    own = getattr(store, "index", None)
+    if own is not None:
+        return own
+    from reground.tools.search_index import SearchIndex
+
+    return SearchIndex(store)
