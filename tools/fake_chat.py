@@ -38,6 +38,8 @@ TAG_TASKS: dict[str, str] = {
     "refine": "refine",
     "baseline": "answer",
     "judge": "other",
+    "synth_question": "synth",  # `eval synth`: the user's question (and reference reply)
+    "synth_check": "synth_check",  # `eval synth`: the model's check of a generated question
 }
 
 # Untagged calls (a user's own prompts): recognised by a phrase, as a last resort.
@@ -51,6 +53,7 @@ DEFAULT_REPLIES: dict[str, str] = {
     "groundedness": '{"unsupported_claims": []}',
     "reground": "policy details from the conversation",
     "refine": "The passage says so, specifically [1].",
+    "injection_check": '{"instruction_to_assistant": false}',
     "other": "OK",
 }
 
@@ -65,8 +68,9 @@ def first_passage_sentence(messages: Sequence[BaseMessage]) -> str:
 
 
 def first_passage_reply(messages: Sequence[BaseMessage]) -> str:
-    """The structured answer a good model gives: passage [1] judged helpful, its first sentence as the reply."""
-    return json.dumps({"helpful": [1], "answer": first_passage_sentence(messages)})
+    """The answer a good model gives: passage [1]'s first sentence, cited (asked for the JSON self-check reply,
+    it fills the answer field and judges no passage: see coerce_to_schema)."""
+    return first_passage_sentence(messages)
 
 
 def task_of(tags: Sequence[str], messages: Sequence[BaseMessage]) -> str:

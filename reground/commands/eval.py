@@ -1,4 +1,7 @@
-"""`reground eval retrieval|answers|calibrate|judge-check|report|correlation`: measure reground on your data."""
+"""`reground eval retrieval|answers|calibrate|judge-check|report|correlation|synth|rank-agreement`.
+
+Measure reground on your data (or on synthetic dialogues made from it).
+"""
 
 from __future__ import annotations
 
@@ -107,6 +110,36 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--out", required=True, help="report directory")
     p.set_defaults(func=_report)
 
+    p = sub.add_parser(
+        "synth",
+        help="synthetic multi-turn dialogues (cases .jsonl) from a collection's documents, quality-checked",
+        description="Writes OUT, OUT's <stem>.summary.json (rejections by reason), <stem>.progress.jsonl "
+        "(resume state) and <stem>.docs.jsonl (the documents, for `eval answers --docs`). Rerun with the same "
+        "--out to continue.",
+    )
+    p.add_argument("--collection", required=True, help="collection to sample documents from (`reground collections`)")
+    p.add_argument("--dialogues", type=int, required=True, help="number of dialogues")
+    p.add_argument("--out", required=True, help="cases .jsonl to write (resumable)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the document, span and turn choices (default 0)")
+    p.add_argument("--model", default="local:default", help="chat model spec (default local:default)")
+    p.add_argument("--turns", type=int, default=4, help="planned turns per dialogue (default 4)")
+    p.add_argument("--unanswerable-share", type=float, default=0.15, help="share of later turns (default 0.15)")
+    p.add_argument("--underspecified-share", type=float, default=0.1, help="share of later turns (default 0.1)")
+    p.add_argument("--topic-shift-share", type=float, default=0.2, help="share of later turns (default 0.2)")
+    p.add_argument("--support-threshold", type=float, default=None, help="cosine a passage needs to support a question")
+    p.add_argument("--no-model-check", dest="model_check", action="store_false", help="skip the model's own check")
+    p.add_argument("--data-dir", default=None, help="store directory (default: $REGROUND_DATA_DIR)")
+    p.set_defaults(func=_synth)
+
+    p = sub.add_parser(
+        "rank-agreement", help="Kendall's tau between the system rankings of two answers runs (synthetic vs real)"
+    )
+    p.add_argument("--synthetic", required=True, help="answers run directory on the synthetic cases")
+    p.add_argument("--real", required=True, help="answers run directory on real cases, same --systems")
+    p.add_argument("--metrics", default="token_f1,k_precision", help="comma-separated summary metrics")
+    p.add_argument("--out", default=None, help="write the result as JSON here")
+    p.set_defaults(func=_rank_agreement)
+
 
 def _fail(problem: str | Exception) -> NoReturn:
     """Raise the problem as the RegroundError the CLI prints on one line with its exit code.
@@ -145,11 +178,9 @@ def _retrieval(args: argparse.Namespace) -> int:
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:
     """FIELD=VALUE pairs → Context overrides, checked against the Context's fields."""
-    from dataclasses import fields
-
     from reground.graph.context import Context
 
-    known = {f.name for f in fields(Context)}
+    known = set(Context.model_fields)
     out: dict[str, Any] = {}
     for item in items:
         name, sep, raw = item.partition("=")
@@ -271,4 +302,44 @@ def _report(args: argparse.Namespace) -> int:
     except ReportError as exc:
         _fail(exc)
     print(f"wrote {path}")
+    return 0
+
+
+def _synth(args: argparse.Namespace) -> int:
+    from reground.evals.synth import SUPPORT_THRESHOLD, sidecar, synthesize
+
+    try:
+        summary = synthesize(
+            args.collection,
+            dialogues=args.dialogues,
+            out=args.out,
+            model_spec=args.model,
+            seed=args.seed,
+            turns=args.turns,
+            unanswerable_share=args.unanswerable_share,
+            underspecified_share=args.underspecified_share,
+            topic_shift_share=args.topic_shift_share,
+            support_threshold=SUPPORT_THRESHOLD if args.support_threshold is None else args.support_threshold,
+            model_check=args.model_check,
+            data_dir=args.data_dir,
+        )
+    except (OSError, ValueError) as exc:
+        _fail(exc)
+    print(json.dumps({k: summary[k] for k in ("cases", "by_kind", "turns_generated", "rejected", "followups")}))
+    print(f"wrote {args.out} and {sidecar(Path(args.out), 'summary.json')}")
+    return 0
+
+
+def _rank_agreement(args: argparse.Namespace) -> int:
+    from reground.evals.synth import rank_agreement
+
+    try:
+        result = rank_agreement(args.synthetic, args.real, [m.strip() for m in args.metrics.split(",") if m.strip()])
+    except (OSError, ValueError) as exc:
+        _fail(exc)
+    for metric, row in result["metrics"].items():
+        print(f"{metric}: Kendall tau {row['kendall_tau']:+.3f} over {len(row['systems'])} systems")
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {args.out}")
     return 0

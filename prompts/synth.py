@@ -1,0 +1,58 @@
+"""Prompts of `reground eval synth`: the model plays the user (and the agent's reference reply) over a document.
+
+The gold span is chosen first (verbatim from the store), and the model is only asked for the question that
+span answers, so spans stay verbatim by construction. Every call asks for JSON (schemas in evals/synth.py,
+enforced by the server); the shared context (document, conversation) comes first and the task last, so the
+server's prompt-prefix cache serves it across the calls of a turn.
+"""
+
+SYSTEM = """You write realistic test conversations between a user and a support agent who answers from \
+documents. Users write short, natural questions in plain language.
+
+Document: {title}
+Passage:
+{span}
+
+Conversation so far:
+{conversation}"""
+
+# A dialogue's first question, or the question that shifts the conversation to another document.
+FIRST_TASK = """Write the user's next message: one short question (at most 20 words) that the passage above \
+answers. The question must make sense on its own: name the topic (for example the benefit, form or \
+policy it is about). Do not copy a sentence of the passage.
+In "reply", write the agent's answer to that question in 1 or 2 sentences, using only the passage."""
+
+# A follow-up that needs the conversation: it refers back instead of naming the topic again.
+FOLLOWUP_TASK = """Write the user's next message: one short follow-up question (at most 15 words) that the \
+passage above answers and that only makes sense after the conversation so far. Refer back to the \
+conversation with words like "it", "that", "they", "this" or "what about ...?" instead of naming the topic \
+again, and do not repeat the document's title.
+In "reply", write the agent's answer to that question in 1 or 2 sentences, using only the passage."""
+
+# An unanswerable follow-up: on the topic of the conversation, but nothing in the documents answers it.
+UNANSWERABLE_TASK = """Write the user's next message: one short, realistic question (at most 20 words) on the \
+same topic as the conversation that the passage above and the document do NOT answer (a detail, number, \
+exception or case they never mention). Do not ask about anything the passage says."""
+
+# An underspecified question: it could be about either of two documents, so the agent must ask which.
+UNDERSPECIFIED_TASK = """Two documents are about similar things: "{title}" and "{other_title}". Write the \
+user's next message: one short question (at most 12 words) that could be about either document, so an agent \
+could not tell which one the user means. Do not name either document or anything only one of them covers."""
+
+# The model's check of a generated question against a passage (answerable: the gold span; unanswerable: the
+# closest retrieved passage).
+CHECK_SYSTEM = """You check test data for a question-answering system.
+
+Passage:
+{passage}
+
+Conversation so far:
+{conversation}"""
+
+CHECK_TASK = """The user's next question: {question}
+Does the passage above contain the answer to this question (read it in the light of the conversation)? \
+Set "answered" to true only if the passage states the answer."""
+
+UNANSWERABLE_REPLY = "I'm sorry, the documents I have do not say. {escalation}"
+ESCALATION = "Please ask the team that owns them."
+CLARIFY_REPLY = 'Do you mean "{title}" or "{other_title}"? Please tell me which one, so I can answer.'
