@@ -281,12 +281,12 @@ def graph_runner(
     from reground.graph.builder import build_graph, run_config
     from reground.graph.context import Context
 
-    context = dataclasses.replace(Context(**base_context), **GRAPH_SYSTEMS[system])
+    context = Context(**base_context).with_(**GRAPH_SYSTEMS[system])
     graph = build_graph(chat_model=chat_model, store=store)
 
     def run(case: Case) -> dict[str, Any]:
         scope = case_scope(case, scope_field)
-        ctx = dataclasses.replace(context, metadata_filter={**context.metadata_filter, **scope}) if scope else context
+        ctx = context.with_(metadata_filter={**context.metadata_filter, **scope}) if scope else context
         out = graph.invoke({"messages": graph_messages(case)}, context=ctx, config=run_config(ctx))
         return dict(out["result"])
 
@@ -530,10 +530,8 @@ def _context_default(name: str) -> Any:
     """A Context field's default, without building a Context (None if the field does not exist)."""
     from reground.graph.context import Context
 
-    for f in dataclasses.fields(Context):
-        if f.name == name:
-            return None if f.default is dataclasses.MISSING else f.default
-    return None
+    field = Context.model_fields.get(name)
+    return None if field is None else field.get_default(call_default_factory=True)
 
 
 def _rows_from_file(out_dir: Path, system: str, wanted: set[str]) -> list[dict[str, Any]]:

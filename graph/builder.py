@@ -28,7 +28,8 @@ from reground.nodes.review import needs_review, review
 from reground.nodes.start_turn import start_turn
 from reground.tools.services import Services
 
-DEFAULT_RECURSION_LIMIT = 60
+# The recursion limit lives in one place, the context (its default when a caller passes no config of its own).
+DEFAULT_RECURSION_LIMIT: int = Context.model_fields["recursion_limit"].default
 
 NodeFn = Callable[[State, NodeEnv], dict[str, Any]]
 

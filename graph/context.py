@@ -1,16 +1,29 @@
 """Runtime context: every setting of a turn, editable in LangGraph Studio's configuration form.
 
-Each field falls back to an environment variable of the same name in upper case with a
-`REGROUND_` prefix (e.g. `REGROUND_CHAT_MODEL`) when it is left at its default.
+A pydantic model, so LangGraph renders its JSON schema (descriptions, ranges, choices) as Studio's form and
+validates what a client sends. Each field not given explicitly falls back to an environment variable of the
+same name in upper case with a `REGROUND_` prefix (e.g. `REGROUND_CHAT_MODEL`); a value given explicitly always
+wins, even when it equals the default. To change a few fields of a context, use `context.with_(top_n=5)`: it
+validates, and keeps the other values as they are.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, Literal
+import string
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, get_origin
 
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from reground.prompts import answer as answer_prompts
 from reground.prompts import groundedness as groundedness_prompts
 from reground.prompts import keywords as keyword_prompts
@@ -18,63 +31,185 @@ from reground.prompts import refine as refine_prompts
 from reground.prompts import refine_question as refine_question_prompts
 from reground.prompts import rerank as rerank_prompts
 from reground.tools.errors import InputError
+from reground.tools.retrieval import RetrievalSettings
+from reground.tools.services import Role
 
 DEFAULT_GROUNDEDNESS_THRESHOLD = 0.5  # used until `reground eval calibrate` writes a measured one
 ENV_PREFIX = "REGROUND_"
+
+
+Principle = Literal["specificity", "faithfulness", "relevance"]
+
+# Placeholders of the prompts the nodes fill with str.format: (required, allowed). A prompt missing a required
+# one, or naming one the node does not fill, is refused when the context is built, not mid-turn.
+PROMPT_PLACEHOLDERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "rerank_prompt": (frozenset({"question"}), frozenset({"question"})),
+    "answer_prompt": (frozenset({"question"}), frozenset({"question", "evidence", "escalation"})),
+    "groundedness_prompt": (frozenset({"answer"}), frozenset({"answer"})),
+    "reground_prompt": (frozenset({"question"}), frozenset({"history", "question", "previous_query"})),
+    "refine_prompts": (frozenset({"answer"}), frozenset({"answer", "question"})),
+}
+# System prompts sent as written (never formatted): a {name} in them would reach the model unfilled.
+VERBATIM_PROMPTS = ("refine_question_prompt", "keywords_prompt")
 
 
 class ContextError(InputError):
     """A context value is invalid; the message names the field and the accepted values."""
 
 
-def _describe(text: str) -> dict[str, str]:
-    return {"description": text}
+class EnvSettings(BaseModel):
+    """Settings with REGROUND_<FIELD> fallbacks for the fields not given, and one-line ContextErrors.
+
+    Explicit values are never replaced (the fallback looks at which fields were passed, not at their values).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _environment_fallbacks(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        filled = dict(data)
+        for name, info in cls.model_fields.items():
+            raw = os.environ.get(ENV_PREFIX + name.upper())
+            if name not in data and raw is not None:
+                filled[name] = _env_value(name, raw, info.annotation)
+        return filled
+
+    if not TYPE_CHECKING:  # mypy keeps pydantic's typed keyword signature
+
+        def __init__(self, **data: Any) -> None:
+            try:
+                super().__init__(**data)
+            except ValidationError as exc:
+                raise ContextError(_one_line(exc, data)) from None
+
+    def with_(self, **changes: Any) -> Self:
+        """A copy with `changes` applied and validated; every other value is kept (environment not re-read)."""
+        current = {name: getattr(self, name) for name in type(self).model_fields}
+        return type(self)(**{**current, **changes})
 
 
-@dataclass(kw_only=True)
-class Context:
+def _env_value(name: str, raw: str, annotation: Any) -> Any:
+    """The environment's text for a field: JSON for objects, else the text (pydantic converts it)."""
+    structured = get_origin(annotation) in (dict, Mapping) or (
+        isinstance(annotation, type) and not issubclass(annotation, str | int | float | bool)
+    )
+    if not structured:
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise ContextError(f"environment variable {ENV_PREFIX}{name.upper()}={raw!r}: not JSON ({exc})") from exc
+
+
+def _one_line(exc: ValidationError, given: Mapping[str, Any]) -> str:
+    """'context field 'top_n': Input should be greater than or equal to 1, got 0' (and where a value came from)."""
+    parts = []
+    for error in exc.errors():
+        loc = ".".join(str(part) for part in error["loc"])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        field_name = str(error["loc"][0]) if error["loc"] else ""
+        source = ""
+        if field_name and field_name not in given and ENV_PREFIX + field_name.upper() in os.environ:
+            source = f" (from the environment variable {ENV_PREFIX}{field_name.upper()})"
+        if loc:
+            got = f", got {error['input']!r}" if error["type"] != "value_error" else ""
+            parts.append(f"context field {loc!r}{source}: {message}{got}")
+        else:
+            parts.append(message)
+    return "; ".join(parts)
+
+
+def _placeholders(name: str, text: str) -> set[str]:
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+    except ValueError as exc:
+        raise ValueError(f"{exc}; write {{{{ and }}}} for literal braces") from None
+    roots = {f.split(".")[0].split("[")[0] for f in fields}
+    if "" in roots or any(r.isdigit() for r in roots):
+        raise ValueError("positional placeholders ({} or {0}) are not filled; name them")
+    return roots
+
+
+def check_prompt(name: str, text: str) -> None:
+    """Raise ValueError if a prompt misses a required placeholder or names one its node does not fill."""
+    if name in VERBATIM_PROMPTS:
+        try:
+            fields = {f for _, f, _, _ in string.Formatter().parse(text) if f}
+        except ValueError:
+            return  # unbalanced braces are fine in text sent as written
+        names = sorted(f for f in fields if f.isidentifier())
+        if names:
+            raise ValueError(f"is sent as written, so {{{names[0]}}} would reach the model unfilled; remove it")
+        return
+    required, allowed = PROMPT_PLACEHOLDERS[name]
+    found = _placeholders(name, text)
+    if missing := sorted(required - found):
+        raise ValueError(f"misses the placeholder {{{missing[0]}}} (required: {', '.join(sorted(required))})")
+    if unknown := sorted(found - allowed):
+        raise ValueError(f"names the unknown placeholder {{{unknown[0]}}} (known: {', '.join(sorted(allowed))})")
+
+
+def _equal_principle_weights() -> dict[Principle, float]:
+    return {"specificity": 1.0, "faithfulness": 1.0, "relevance": 1.0}
+
+
+class Context(EnvSettings):
     """Settings of one reground run. Defaults are the measured, recommended values."""
 
     # --- models -------------------------------------------------------------------------
-    chat_model: str = field(
+    chat_model: str = Field(
         default="local:default",
-        metadata=_describe(
+        description=(
             "Chat model spec for every role without its own: 'local:<name>' (the llama.cpp server "
             "started by `reground llm serve`), 'openai:<model>' (OPENAI_API_KEY, OPENAI_BASE_URL), "
             "or 'openai-compatible:<model>@<base_url>'."
         ),
     )
-    refiner_model: str = field(
-        default="", metadata=_describe("Model spec for question refinement and keywords; empty = chat_model.")
+    refiner_model: str = Field(
+        default="", description="Model spec for question refinement and keywords; empty = chat_model."
     )
-    answer_model: str = field(
-        default="", metadata=_describe("Model spec for the self-check and the answer; empty = chat_model.")
+    answer_model: str = Field(
+        default="", description="Model spec for the self-check and the answer; empty = chat_model."
     )
-    judge_model: str = field(
-        default="", metadata=_describe("Model spec for rerank and groundedness judging; empty = chat_model.")
+    judge_model: str = Field(
+        default="", description="Model spec for rerank and groundedness judging; empty = chat_model."
     )
-    embedding_model: str = field(
+    embedding_model: str = Field(
         default="local:all-MiniLM-L6-v2",
-        metadata=_describe("Embedding spec: 'local:all-MiniLM-L6-v2' (ONNX, offline) or 'openai:<model>'."),
+        description="Embedding spec: 'local:all-MiniLM-L6-v2' (ONNX, offline) or 'openai:<model>'.",
     )
-    temperature: float = field(
-        default=0.0, metadata=_describe("Sampling temperature of the first answer sample (others use 0.7).")
+    temperature: float = Field(
+        default=0.0, ge=0.0, le=2.0, description="Sampling temperature of the first answer sample."
     )
-    llm_timeout_s: float = field(default=120.0, metadata=_describe("Timeout of one LLM call, seconds."))
-    max_answer_tokens: int = field(default=120, metadata=_describe("Token cap of one answer."))
+    sample_temperature: float = Field(
+        default=0.7,
+        ge=0.0,
+        le=2.0,
+        description="Sampling temperature of the answer samples after the first (ProMiSe best-of-N).",
+    )
+    llm_timeout_s: float = Field(default=120.0, gt=0.0, description="Timeout of one LLM call, seconds.")
+    max_answer_tokens: int = Field(default=120, ge=1, description="Token cap of one answer.")
+    rewrite_max_tokens: int = Field(
+        default=60, ge=8, description="Token cap of a rewritten question (refine_question, re_ground)."
+    )
+    keywords_max_tokens: int = Field(default=60, ge=8, description="Token cap of the LLM keyword reply.")
+    judge_max_tokens: int = Field(default=120, ge=8, description="Token cap of the groundedness judge's reply.")
 
     # --- the document store -------------------------------------------------------------
-    collection: str = field(default="demo-hr", metadata=_describe("Chroma collection to answer from."))
-    data_dir: str = field(
+    collection: str = Field(default="demo-hr", description="Chroma collection to answer from.")
+    data_dir: str = Field(
         default="",
-        metadata=_describe("Directory of the persistent store; empty = $REGROUND_DATA_DIR or ~/.local/share/reground."),
+        description="Directory of the persistent store; empty = $REGROUND_DATA_DIR or ~/.local/share/reground.",
     )
-    chroma_url: str = field(
-        default="", metadata=_describe("URL of a Chroma server (chroma run); empty = the embedded store in data_dir.")
+    chroma_url: str = Field(
+        default="", description="URL of a Chroma server (chroma run); empty = the embedded store in data_dir."
     )
-    metadata_filter: dict[str, Any] = field(
+    metadata_filter: dict[str, Any] = Field(
         default_factory=dict,
-        metadata=_describe(
+        description=(
             "The user's scope, applied to every retrieval stage: {field: value} or {field: [values]}, "
             'e.g. {"country": "DE", "employment_type": "full-time"}. A document whose field is '
             "'all' matches any value."
@@ -82,171 +217,228 @@ class Context:
     )
 
     # --- refinement and retrieval -------------------------------------------------------
-    use_question_refiner: bool = field(
-        default=True, metadata=_describe("Rewrite follow-ups into standalone questions (ConvRAG refiner).")
+    use_question_refiner: bool = Field(
+        default=True, description="Rewrite follow-ups into standalone questions (ConvRAG refiner)."
     )
-    rewrite_below_margin: float = field(
+    rewrite_below_margin: float = Field(
         default=0.25,
-        metadata=_describe(
+        ge=0.0,
+        le=1.0,
+        description=(
             "Rewrite a follow-up (one LLM call) only when the history-aware document ranking's top document "
             "leads the second by less than this share of its score; 0 = never rewrite, 1 = always."
         ),
     )
-    keyword_method: Literal["llm", "lexical", "off"] = field(
+    keyword_method: Literal["llm", "lexical", "off"] = Field(
         default="lexical",
-        metadata=_describe("Keywords: 'llm' (structured output), 'lexical' (no LLM call) or 'off'."),
+        description="Keywords: 'llm' (structured output), 'lexical' (no LLM call) or 'off'.",
     )
-    history_token_budget: int = field(
-        default=100, metadata=_describe("Dialogue history (tokens) added to the retrieval query (DH_tokens).")
+    history_token_budget: int = Field(
+        default=100, ge=0, description="Dialogue history (tokens) added to the retrieval query (DH_tokens)."
     )
-    question_token_budget: int = field(
-        default=512, metadata=_describe("Longer questions are cut to this many tokens (noted in the trace).")
+    history_token_cap: int = Field(
+        default=3000,
+        ge=1,
+        description="What any prompt of a turn carries of the dialogue at most (tokens); older turns are cut.",
     )
-    doc_candidates: int = field(default=8, metadata=_describe("Documents kept by document-level hybrid search."))
-    use_paragraph_scoring: bool = field(
+    question_token_budget: int = Field(
+        default=512, ge=1, description="Longer questions are cut to this many tokens (noted in the trace)."
+    )
+    doc_candidates: int = Field(default=8, ge=1, description="Documents kept by document-level hybrid search.")
+    use_paragraph_scoring: bool = Field(
         default=True,
-        metadata=_describe("Score paragraphs by cos(q', p) + sum of cos(keyword, p) (ConvRAG fine-grained retrieval)."),
+        description="Score paragraphs by cos(q', p) + sum of cos(keyword, p) (ConvRAG fine-grained retrieval).",
     )
-    paragraph_candidates: int = field(
-        default=8, metadata=_describe("Paragraphs kept by paragraph-level scoring, before rerank.")
+    paragraph_candidates: int = Field(
+        default=8, ge=1, description="Paragraphs kept by paragraph-level scoring, before rerank."
     )
-    top_n: int = field(default=3, metadata=_describe("Paragraphs kept after rerank (ConvRAG n = 3)."))
-    rerank_method: Literal["fusion", "llm", "http", "off"] = field(
+    retrieval: RetrievalSettings = Field(
+        default_factory=RetrievalSettings,
+        description="Retrieval weights and fusion (tools/retrieval.py RetrievalSettings, tuned on doc2dial).",
+    )
+    top_n: int = Field(default=3, ge=1, description="Paragraphs kept after rerank (ConvRAG n = 3).")
+    rerank_method: Literal["fusion", "llm", "http", "off"] = Field(
         default="fusion",
-        metadata=_describe(
+        description=(
             "'fusion' (scores, no LLM), 'llm' (listwise 1-10 relevance), 'http' (a cross-encoder "
             "rerank endpoint at rerank_url), 'off'."
         ),
     )
-    rerank_url: str = field(default="", metadata=_describe("URL of a /rerank endpoint (Cohere/TEI/Jina style)."))
+    rerank_url: str = Field(default="", description="URL of a /rerank endpoint (Cohere/TEI/Jina style).")
 
     # --- answer --------------------------------------------------------------------------
-    use_self_check: bool = field(
-        default=True,
-        metadata=_describe(
-            "Use the answer call's verdicts on which passages help (ConvRAG self-check, a field of the same "
-            "structured reply) to choose the citations."
+    use_self_check: bool = Field(
+        default=False,
+        description=(
+            "Ask the model which passages help (ConvRAG self-check, a field of one JSON-schema answer reply); "
+            "off: the passages holding the evidence sentences count as helpful and the answer is plain text."
         ),
     )
-    answer_evidence: int = field(
+    answer_evidence: int = Field(
         default=2,
-        metadata=_describe(
+        ge=0,
+        description=(
             "Passage sentences closest to the question (LLM-free) shown to the answer call as evidence; 0 = none."
         ),
     )
-    max_answer_sentences: int = field(
+    max_answer_sentences: int = Field(
         default=2,
-        metadata=_describe("Answers are cut to this many sentences (dialogue replies are short; the rules say 1-3)."),
+        ge=1,
+        description="Answers are cut to this many sentences (dialogue replies are short; the rules say 1-3).",
     )
-    n_samples: int = field(default=1, metadata=_describe("Initial answer samples N (ProMiSe best-of-N)."))
-    escalation: str = field(
+    n_samples: int = Field(default=1, ge=1, description="Initial answer samples N (ProMiSe best-of-N).")
+    escalation: str = Field(
         default="please open a ticket with the HR team",
-        metadata=_describe("What to tell the user when the documents do not contain the answer."),
+        description="What to tell the user when the documents do not contain the answer.",
     )
 
     # --- groundedness and loops --------------------------------------------------------
-    groundedness_threshold: float | None = field(
+    groundedness_threshold: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(
         default=None,
-        metadata=_describe(
+        description=(
             "Answers scoring below this are re-grounded. Empty: the value `reground eval calibrate` wrote to "
             f"<data_dir>/calibration.json, else {DEFAULT_GROUNDEDNESS_THRESHOLD}."
         ),
     )
-    groundedness_weights: dict[str, float] = field(
+    groundedness_weights: dict[str, float] = Field(
         default_factory=lambda: {
             "llm_judge": 0.4,
             "k_precision": 0.25,
             "rouge_l_precision": 0.1,
             "embedding_support": 0.25,
         },
-        metadata=_describe("Weights of the groundedness signals (renormalised over those available)."),
+        description="Weights of the groundedness signals (renormalised over those available).",
     )
-    use_llm_groundedness_judge: bool = field(
-        default=True, metadata=_describe("Include the LLM judge in the groundedness score.")
+    use_llm_groundedness_judge: bool = Field(
+        default=True, description="Include the LLM judge in the groundedness score."
     )
-    llm_judge_band: float = field(
+    support_low: float = Field(
+        default=0.35,
+        ge=-1.0,
+        le=1.0,
+        description="Embedding support: an answer sentence whose best passage cosine is below this counts 0.",
+    )
+    support_high: float = Field(
+        default=0.75,
+        ge=-1.0,
+        le=1.0,
+        description="Embedding support: a best passage cosine above this counts 1 (restated); linear between.",
+    )
+    llm_judge_band: float = Field(
         default=0.15,
-        metadata=_describe(
+        ge=0.0,
+        le=1.0,
+        description=(
             "The LLM judge runs only when the cheap signals' score is within this distance of the threshold "
             "(where it can change the verdict); 1 = on every answer."
         ),
     )
-    max_reground_attempts: int = field(
-        default=2, metadata=_describe("Re-retrievals after an ungrounded answer (ReGround loop cap).")
+    max_reground_attempts: int = Field(
+        default=2, ge=0, description="Re-retrievals after an ungrounded answer (ReGround loop cap)."
     )
-    max_refine_iterations: int = field(
-        default=1, metadata=_describe("Principle-wise refinement iterations J (ProMiSe loop cap).")
+    max_refine_iterations: int = Field(
+        default=1, ge=0, description="Principle-wise refinement iterations J (ProMiSe loop cap)."
     )
-    specificity_threshold: float = field(
-        default=0.02, metadata=_describe("Sufficiency: ROUGE-1 recall of the answer vs the passages.")
+    specificity_threshold: float = Field(
+        default=0.02, description="Sufficiency: ROUGE-1 recall of the answer vs the passages."
     )
-    faithfulness_threshold: float = field(
-        default=0.05, metadata=_describe("Sufficiency: ROUGE-L of the answer vs the passages.")
+    faithfulness_threshold: float = Field(
+        default=0.05, description="Sufficiency: ROUGE-L of the answer vs the passages."
     )
-    relevance_threshold: float = field(
+    relevance_threshold: float = Field(
         default=0.2,
-        metadata=_describe(
+        description=(
             "Sufficiency of relevance: token F1 of the answer against the passage sentences closest to the "
             "question (0 when it repeats the previous reply). Below it the answer is refined on relevance."
         ),
     )
-    evidence_dense_weight: float = field(
+    evidence_dense_weight: float = Field(
         default=1.0,
-        metadata=_describe(
+        description=(
             "Weight of the question's MiniLM cosine beside its word overlap when passage sentences are ranked as "
             "evidence (the answer's hint, the relevance anchor and the extractive refinement)."
         ),
     )
-    relevance_refinement: Literal["extractive", "llm"] = field(
+    relevance_refinement: Literal["extractive", "llm"] = Field(
         default="extractive",
-        metadata=_describe(
+        description=(
             "How an answer under the relevance threshold is refined: 'extractive' (the closest passage "
             "sentence, in the documents' own words; no LLM call) or 'llm' (ProMiSe's relevance prompt)."
         ),
     )
-    principle_weights: dict[str, float] = field(
-        default_factory=lambda: {"specificity": 1.0, "faithfulness": 1.0, "relevance": 1.0},
-        metadata=_describe("Weights w of the proxy metrics in the improvement test."),
+    principle_weights: dict[Principle, float] = Field(
+        default_factory=_equal_principle_weights,
+        description="Weights w of the proxy metrics in the improvement test.",
     )
-    improvement_lambda: float = field(
+    improvement_lambda: float = Field(
         default=1.5,
-        metadata=_describe("A refined answer replaces the old one only if its weighted improvement exceeds this."),
+        description="A refined answer replaces the old one only if its weighted improvement exceeds this.",
     )
-    use_reground: bool = field(default=True, metadata=_describe("Enable the re-grounding loop."))
-    use_principle_refinement: bool = field(default=True, metadata=_describe("Enable the ProMiSe refinement loop."))
-    recursion_limit: int = field(
-        default=60, metadata=_describe("LangGraph recursion limit of a turn (the loops' own caps are far below it).")
+    use_reground: bool = Field(default=True, description="Enable the re-grounding loop.")
+    use_principle_refinement: bool = Field(default=True, description="Enable the ProMiSe refinement loop.")
+    recursion_limit: int = Field(
+        default=60, ge=1, description="LangGraph recursion limit of a turn (the loops' own caps are far below it)."
     )
 
     # --- human review ------------------------------------------------------------------
-    review_mode: Literal["off", "failed", "all"] = field(
+    review_mode: Literal["off", "failed", "all"] = Field(
         default="off",
-        metadata=_describe("Pause for a human before finalizing: 'off', only 'failed' answers, or 'all'."),
+        description="Pause for a human before finalizing: 'off', only 'failed' answers, or 'all'.",
     )
 
     # --- prompts -----------------------------------------------------------------------
-    refine_question_prompt: str = field(
+    refine_question_prompt: str = Field(
         default=refine_question_prompts.SYSTEM,
-        metadata=_describe("Prompt: rewrite a follow-up as a standalone question."),
+        description="Prompt: rewrite a follow-up as a standalone question.",
     )
-    keywords_prompt: str = field(default=keyword_prompts.SYSTEM, metadata=_describe("Prompt: extract keywords."))
-    rerank_prompt: str = field(default=rerank_prompts.TASK, metadata=_describe("Prompt: listwise LLM rerank."))
-    answer_prompt: str = field(default=answer_prompts.TASK, metadata=_describe("Prompt: the answer rules."))
-    groundedness_prompt: str = field(
-        default=groundedness_prompts.TASK, metadata=_describe("Prompt: list unsupported claims.")
-    )
-    reground_prompt: str = field(
+    keywords_prompt: str = Field(default=keyword_prompts.SYSTEM, description="Prompt: extract keywords.")
+    rerank_prompt: str = Field(default=rerank_prompts.TASK, description="Prompt: listwise LLM rerank.")
+    answer_prompt: str = Field(default=answer_prompts.TASK, description="Prompt: the answer rules.")
+    groundedness_prompt: str = Field(default=groundedness_prompts.TASK, description="Prompt: list unsupported claims.")
+    reground_prompt: str = Field(
         default=refine_question_prompts.REGROUND_TASK,
-        metadata=_describe("Prompt: rewrite the query after an ungrounded answer (ReGround feedback)."),
+        description="Prompt: rewrite the query after an ungrounded answer (ReGround feedback).",
     )
-    refine_prompts: dict[str, str] = field(
+    refine_prompts: dict[Principle, str] = Field(
         default_factory=lambda: dict(refine_prompts.PRINCIPLE_TASKS),
-        metadata=_describe("Prompts: one per principle for ProMiSe refinement (specificity, faithfulness, relevance)."),
+        description="Prompts: one per principle for ProMiSe refinement (specificity, faithfulness, relevance).",
     )
 
-    def __post_init__(self) -> None:
-        apply_env_fallbacks(self)
-        self.validate()
+    @field_validator("collection")
+    @classmethod
+    def _collection_name(cls, value: str) -> str:
+        check_collection(value)
+        return value
+
+    @field_validator(*PROMPT_PLACEHOLDERS, *VERBATIM_PROMPTS, mode="before")
+    @classmethod
+    def _prompt_placeholders(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, str):
+            check_prompt(str(info.field_name), value)
+        elif isinstance(value, Mapping):  # refine_prompts: one per principle
+            for principle, text in value.items():
+                if isinstance(text, str):
+                    try:
+                        check_prompt(str(info.field_name), text)
+                    except ValueError as exc:
+                        raise ValueError(f"the {principle!r} prompt {exc}") from None
+        return value
+
+    @field_validator("refine_prompts", mode="after")
+    @classmethod
+    def _every_principle_has_a_prompt(cls, value: dict[Principle, str]) -> dict[Principle, str]:
+        # Principles left out keep their default prompt, so a user can override one.
+        return {**refine_prompts.PRINCIPLE_TASKS, **value}
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.rerank_method == "http" and not self.rerank_url:
+            raise ValueError("context field 'rerank_url' is required when rerank_method is 'http'")
+        if self.support_low >= self.support_high:
+            raise ValueError(
+                f"context field 'support_low' ({self.support_low}) must be below 'support_high' ({self.support_high})"
+            )
+        return self
 
     def resolved_groundedness_threshold(self) -> float:
         """The threshold in force. Reads the calibration file, so only nodes and routes (worker threads) call it:
@@ -258,100 +450,48 @@ class Context:
         calibrated = read_calibrated_threshold(data_dir(self.data_dir or None) / CALIBRATION_FILE)
         return DEFAULT_GROUNDEDNESS_THRESHOLD if calibrated is None else calibrated
 
-    def validate(self) -> None:
-        """Reject values that would make a run meaningless, naming the field."""
-        positive_ints = (
-            "doc_candidates",
-            "paragraph_candidates",
-            "top_n",
-            "n_samples",
-            "max_answer_tokens",
-            "max_answer_sentences",
-            "question_token_budget",
-            "recursion_limit",
-        )
-        for name in positive_ints:
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ContextError(f"context field {name!r} must be an integer >= 1, got {value!r}")
-        for name in ("max_reground_attempts", "max_refine_iterations", "history_token_budget", "answer_evidence"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ContextError(f"context field {name!r} must be an integer >= 0, got {value!r}")
-        if self.groundedness_threshold is not None and not 0.0 <= float(self.groundedness_threshold) <= 1.0:
-            raise ContextError(
-                f"context field 'groundedness_threshold' must be in [0, 1], got {self.groundedness_threshold!r}"
-            )
-        if not 0.0 <= float(self.rewrite_below_margin) <= 1.0:
-            raise ContextError(
-                f"context field 'rewrite_below_margin' must be in [0, 1], got {self.rewrite_below_margin!r}"
-            )
-        if not 0.0 <= float(self.llm_judge_band) <= 1.0:
-            raise ContextError(f"context field 'llm_judge_band' must be in [0, 1], got {self.llm_judge_band!r}")
-        if not 0.0 <= float(self.temperature) <= 2.0:
-            raise ContextError(f"context field 'temperature' must be in [0, 2], got {self.temperature!r}")
-        choices = {
-            "keyword_method": ("llm", "lexical", "off"),
-            "rerank_method": ("fusion", "llm", "http", "off"),
-            "review_mode": ("off", "failed", "all"),
-            "relevance_refinement": ("extractive", "llm"),
-        }
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise ContextError(f"context field {name!r} must be one of {allowed}, got {getattr(self, name)!r}")
-        if self.rerank_method == "http" and not self.rerank_url:
-            raise ContextError("context field 'rerank_url' is required when rerank_method is 'http'")
-        if not isinstance(self.metadata_filter, dict):
-            raise ContextError(f"context field 'metadata_filter' must be an object, got {self.metadata_filter!r}")
-        check_collection(self.collection)
-        unknown = set(self.refine_prompts) - {"specificity", "faithfulness", "relevance"}
-        if unknown:
-            raise ContextError(f"context field 'refine_prompts' has unknown principles: {sorted(unknown)}")
-
-    def model_for(self, role: Literal["refiner", "answer", "judge"]) -> str:
+    def model_for(self, role: Role) -> str:
         """The model spec a role uses: its own if set, else the shared chat_model."""
         own = {"refiner": self.refiner_model, "answer": self.answer_model, "judge": self.judge_model}[role]
         return own or self.chat_model
 
 
-def apply_env_fallbacks(settings: Any) -> None:
-    """Fields still at their default take REGROUND_<FIELD> from the environment (explicit values win)."""
-    for f in fields(settings):
-        env_value = os.environ.get(ENV_PREFIX + f.name.upper())
-        if env_value is not None and getattr(settings, f.name) == _default_of(f):
-            setattr(settings, f.name, _parse_env(f.name, env_value, getattr(settings, f.name)))
+_CONVERSATION = Context.model_fields  # the ingestion graph writes where the conversation reads
+
+
+class IngestContext(EnvSettings):
+    """Where the ingestion graph writes; unset fields fall back to REGROUND_<FIELD>."""
+
+    collection: str = Field(
+        default=_CONVERSATION["collection"].default,
+        description="Chroma collection to write into (created if missing), 3-200 characters.",
+    )
+    data_dir: str = Field(
+        default="",
+        description="Directory of the persistent store; empty = $REGROUND_DATA_DIR or ~/.local/share/reground.",
+    )
+    chroma_url: str = Field(
+        default="", description="URL of a Chroma server (chroma run); empty = the embedded store in data_dir."
+    )
+    max_tokens: int = Field(
+        default=160, ge=16, description="Maximum tokens per chunk (chunks follow headings and paragraphs)."
+    )
+    embedding_model: str = Field(
+        default=_CONVERSATION["embedding_model"].default,
+        description="Embedding spec; must match the one the conversation graph reads the collection with.",
+    )
+
+    @field_validator("collection")
+    @classmethod
+    def _collection_name(cls, value: str) -> str:
+        check_collection(value)
+        return value
 
 
 def check_collection(collection: str) -> None:
-    """The store's naming rule, raised as a ContextError so Studio shows it before any run starts."""
+    """The store's naming rule (a ValueError naming the problem), checked before any run starts."""
     from reground.tools.store import collection_name_problem
 
     problem = collection_name_problem(str(collection))
     if problem:
-        raise ContextError(f"context field 'collection': {problem}")
-
-
-def _default_of(f: Any) -> Any:
-    if f.default_factory is not MISSING:
-        return f.default_factory()
-    return f.default
-
-
-def _parse_env(name: str, raw: str, current: Any) -> Any:
-    try:
-        if current is None:  # the one optional field, groundedness_threshold, is a float
-            return float(raw)
-        if isinstance(current, bool):
-            return raw.strip().lower() in {"1", "true", "yes", "on"}
-        if isinstance(current, int):
-            return int(raw)
-        if isinstance(current, float):
-            return float(raw)
-        if isinstance(current, dict):
-            value = json.loads(raw)
-            if not isinstance(value, dict):
-                raise ValueError("not a JSON object")
-            return value
-    except ValueError as exc:
-        raise ContextError(f"environment variable {ENV_PREFIX}{name.upper()}={raw!r}: {exc}") from exc
-    return raw
+        raise ValueError(problem)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AnyMessage
@@ -107,6 +110,60 @@ class State(InputState, total=False):
     result: TurnResult
 
 
+# Every per-turn key of State with the value a turn starts from: start_turn resets exactly these, so a key added
+# to State must be listed here or in CARRIED_ACROSS_TURNS (tests/unit/test_context.py checks that every key is).
+PER_TURN_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {
+        "question": "",
+        "history": [],
+        "standalone_question": "",
+        "retrieval_query": "",
+        "query_mode": "refined",
+        "keywords": [],
+        "candidates": [],
+        "passages": [],
+        "judgements": [],
+        "draft": None,
+        "draft_checked": False,
+        "reground_attempts": 0,
+        "refine_iterations": 0,
+        "turn_started": 0.0,
+        "review": None,
+        "notices": [],
+    }
+)
+# Kept from turn to turn: the thread's messages, the trace (its reducer restarts it at start_turn) and the
+# last turn's result (replaced by finalize).
+CARRIED_ACROSS_TURNS = frozenset({"messages", "trace", "result"})
+
+
+def fresh_turn(**values: Any) -> dict[str, Any]:
+    """The per-turn part of the state for a new turn: the declared defaults (fresh copies), then `values`."""
+    unknown = set(values) - set(PER_TURN_DEFAULTS)
+    if unknown:
+        raise KeyError(f"not per-turn state keys: {sorted(unknown)} (declare them in PER_TURN_DEFAULTS)")
+    return {**copy.deepcopy(dict(PER_TURN_DEFAULTS)), **values}
+
+
 class OutputState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_turn_messages]
     result: TurnResult
+
+
+# --- the ingestion graph (graph/ingest_graph.py) ---------------------------------------------
+
+
+class IngestInput(TypedDict, total=False):
+    """Inline documents and/or server-side paths (files or folders), and doc_ids to delete first."""
+
+    documents: list[dict[str, Any]]
+    paths: list[str]
+    delete: list[str]
+
+
+class IngestOutput(TypedDict, total=False):
+    summary: dict[str, Any]
+
+
+class IngestState(IngestInput, IngestOutput, total=False):
+    pass

@@ -15,8 +15,6 @@ from reground.tools.structured import call_json
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _CITATION = re.compile(r"\[\d+\]")
-# Cosine of MiniLM sentence embeddings: below LOW nothing in the passages says it, above HIGH it is restated.
-SUPPORT_LOW, SUPPORT_HIGH = 0.35, 0.75
 
 
 def sentences(text: str) -> list[str]:
@@ -30,13 +28,17 @@ class GroundednessVerdict(BaseModel):
 
 
 def embedding_support(answer: str, passage_vectors: np.ndarray, env: NodeEnv) -> float:
-    """Mean over answer sentences of how closely the best passage restates it, scaled to [0, 1]."""
+    """Mean over answer sentences of how closely the best passage restates it, scaled to [0, 1].
+
+    MiniLM cosine: below context.support_low nothing in the passages says it, above support_high it is restated.
+    """
     parts = sentences(answer)
     if not parts or passage_vectors.size == 0:
         return 0.0
     vectors = env.services.embeddings(env.context).embed(parts)
     best = (vectors @ passage_vectors.T).max(axis=1)
-    scaled = np.clip((best - SUPPORT_LOW) / (SUPPORT_HIGH - SUPPORT_LOW), 0.0, 1.0)
+    low, high = env.context.support_low, env.context.support_high
+    scaled = np.clip((best - low) / (high - low), 0.0, 1.0)
     return float(scaled.mean())
 
 
@@ -85,7 +87,12 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
         )
         try:
             verdict, _ = call_json(
-                model, messages, GroundednessVerdict, env.stats, tags=["check_groundedness"], max_tokens=120
+                model,
+                messages,
+                GroundednessVerdict,
+                env.stats,
+                tags=["check_groundedness"],
+                max_tokens=context.judge_max_tokens,
             )
             unsupported = [c.strip() for c in verdict.unsupported_claims if c.strip()]
             claims = max(1, len(sentences(draft["text"])))

@@ -48,7 +48,9 @@ def extract_keywords(state: State, env: NodeEnv) -> dict[str, Any]:
         ),
     ]
     try:
-        reply, _ = call_json(model, messages, Keywords, env.stats, tags=["extract_keywords"], max_tokens=60)
+        reply, _ = call_json(
+            model, messages, Keywords, env.stats, tags=["extract_keywords"], max_tokens=env.context.keywords_max_tokens
+        )
         return {"keywords": reply.keywords}
     except LLMReplyError as exc:
         env.stats.notes.append(f"keywords unusable ({exc}); using the lexical extractor")

@@ -7,7 +7,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from reground.graph.state import State
 from reground.nodes.common import NodeEnv, format_history
-from reground.nodes.refine_question import REWRITE_MAX_TOKENS, Rewrite
+from reground.nodes.refine_question import Rewrite
 from reground.tools.chat import LLMReplyError
 from reground.tools.keywords import lexical_keywords
 from reground.tools.retrieval import history_query
@@ -30,7 +30,12 @@ def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
         )
         try:
             reply, _ = call_json(
-                model, [HumanMessage(prompt)], Rewrite, env.stats, tags=["re_ground"], max_tokens=REWRITE_MAX_TOKENS
+                model,
+                [HumanMessage(prompt)],
+                Rewrite,
+                env.stats,
+                tags=["re_ground"],
+                max_tokens=context.rewrite_max_tokens,
             )
             query = reply.question
             mode = "rewritten"

@@ -6,13 +6,11 @@ import time
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from reground.graph.state import State
+from reground.graph.state import State, fresh_turn
 from reground.nodes.common import NodeEnv
 from reground.tools.chat import message_text
 from reground.tools.errors import InputError
 from reground.tools.tokens import count_tokens, tail_tokens, truncate_tokens
-
-HISTORY_TOKEN_CAP = 3000  # what any prompt of a turn carries of the dialogue at most
 
 
 def question_problem(text: str) -> str | None:
@@ -64,13 +62,14 @@ def start_turn(state: State, env: NodeEnv) -> dict[str, Any]:
         )
         notes.append(f"question cut to {env.context.question_token_budget} tokens")
     kept: list[dict[str, str]] = []
-    budget = HISTORY_TOKEN_CAP
+    cap = env.context.history_token_cap  # what any prompt of a turn carries of the dialogue at most
+    budget = cap
     for turn in reversed(history):
         cost = count_tokens(turn["text"])
         if cost > budget:
             if budget > 20:
                 kept.append({"role": turn["role"], "text": tail_tokens(turn["text"], budget)})
-            notes.append(f"history cut to the last {HISTORY_TOKEN_CAP} tokens")
+            notes.append(f"history cut to the last {cap} tokens")
             break
         kept.append(turn)
         budget -= cost
@@ -78,21 +77,13 @@ def start_turn(state: State, env: NodeEnv) -> dict[str, Any]:
     if question.strip():
         env.services.chat(env.context, "answer")  # raises LLMUnavailableError naming the URL
     env.stats.notes.extend(notes)
-    return {
-        "question": question.strip(),
-        "history": history,
-        "standalone_question": question.strip(),
-        "retrieval_query": question.strip(),
-        "query_mode": "refined",
-        "keywords": [],
-        "candidates": [],
-        "passages": [],
-        "judgements": [],
-        "reground_attempts": 0,
-        "refine_iterations": 0,
-        "draft": None,
-        "draft_checked": False,
-        "review": None,
-        "turn_started": time.time(),
-        "notices": notices,
-    }
+    question = question.strip()
+    # Every other per-turn key starts from its declared default (graph/state.py), so none leaks into the next turn.
+    return fresh_turn(
+        question=question,
+        history=history,
+        standalone_question=question,
+        retrieval_query=question,
+        turn_started=time.time(),
+        notices=notices,
+    )

@@ -8,17 +8,52 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from langchain_core.language_models import BaseChatModel
 
 if TYPE_CHECKING:
-    from reground.graph.context import Context
     from reground.tools.embeddings import Embedder
-    from reground.tools.retrieval import HybridRetriever
+    from reground.tools.retrieval import HybridRetriever, RetrievalSettings
     from reground.tools.store import PassageStore
 
 Role = Literal["refiner", "answer", "judge"]
+
+
+class ServiceSettings(Protocol):
+    """What the clients are built from: the run's settings (the graph's Context satisfies this).
+
+    A protocol, not the Context itself, so that tools know nothing of the graph.
+    """
+
+    @property
+    def chat_model(self) -> str: ...
+
+    @property
+    def temperature(self) -> float: ...
+
+    @property
+    def llm_timeout_s(self) -> float: ...
+
+    @property
+    def max_answer_tokens(self) -> int: ...
+
+    @property
+    def embedding_model(self) -> str: ...
+
+    @property
+    def collection(self) -> str: ...
+
+    @property
+    def data_dir(self) -> str: ...
+
+    @property
+    def chroma_url(self) -> str: ...
+
+    @property
+    def retrieval(self) -> RetrievalSettings: ...
+
+    def model_for(self, role: Role) -> str: ...
 
 
 @dataclass
@@ -31,9 +66,9 @@ class Services:
     check_reachable: bool = True
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _stores: dict[tuple[str, str, str, str], PassageStore] = field(default_factory=dict, repr=False)
-    _retrievers: dict[int, HybridRetriever] = field(default_factory=dict, repr=False)
+    _retrievers: dict[tuple[int, str], HybridRetriever] = field(default_factory=dict, repr=False)
 
-    def chat(self, context: Context, role: Role, *, temperature: float | None = None) -> BaseChatModel:
+    def chat(self, context: ServiceSettings, role: Role, *, temperature: float | None = None) -> BaseChatModel:
         """The chat model of a role; fails fast with a clear message if its server is down."""
         if self.chat_model is not None:
             return self.chat_model
@@ -49,7 +84,7 @@ class Services:
             max_tokens=context.max_answer_tokens,
         )
 
-    def embeddings(self, context: Context) -> Embedder:
+    def embeddings(self, context: ServiceSettings) -> Embedder:
         if self.embedder is not None:
             return self.embedder
         if self.store is not None:
@@ -58,7 +93,7 @@ class Services:
 
         return load_embedder(context.embedding_model)
 
-    def passage_store(self, context: Context) -> PassageStore:
+    def passage_store(self, context: ServiceSettings) -> PassageStore:
         """The context's collection; raises CollectionNotFoundError / EmptyCollectionError naming it."""
         if self.store is not None:
             return self.store
@@ -82,13 +117,15 @@ class Services:
             )
         return store
 
-    def retriever(self, context: Context) -> HybridRetriever:
+    def retriever(self, context: ServiceSettings) -> HybridRetriever:
         from reground.tools.retrieval import HybridRetriever
 
         store = self.passage_store(context)
+        settings = context.retrieval
+        key = (id(store), repr(settings))  # settings hold a dict, so their repr is the cache key
         with self._lock:
-            retriever = self._retrievers.get(id(store))
+            retriever = self._retrievers.get(key)
             if retriever is None:
-                retriever = HybridRetriever(store)
-                self._retrievers[id(store)] = retriever
+                retriever = HybridRetriever(store, settings)
+                self._retrievers[key] = retriever
         return retriever

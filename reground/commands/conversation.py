@@ -8,7 +8,6 @@ import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 from reground.demo import DEMO_COLLECTION, DEMO_SCOPE, DEMO_TURNS, demo_corpus_path
@@ -186,7 +185,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"scope (from the run's context, not the question): {json.dumps(DEMO_SCOPE)}")
         for number, question in enumerate(DEMO_TURNS, start=1):
             print(f"\n=== turn {number}: {question}")
-            print_result(run_turn(graph, replace(context), thread, question))
+            print_result(run_turn(graph, context, thread, question))
     finally:
         if started_server:
             local_server.stop()

@@ -106,7 +106,7 @@ def test_repeating_the_previous_answer_is_not_an_answer_to_the_follow_up(hr_stor
         {"role": "assistant", "content": previous},
         {"role": "user", "content": "And is any of it paid?"},
     ]
-    ctx = Context(**{**context.__dict__, "use_principle_refinement": False})
+    ctx = context.with_(use_principle_refinement=False)
     result = graph.invoke({"messages": messages}, config=run_config(ctx), context=ctx)["result"]
     assert result["relevance"] == 0.0 and not result["passed"]
     refined = graph.invoke({"messages": messages}, config=run_config(context), context=context)["result"]

@@ -35,3 +35,200 @@ def test_explicit_and_environment_values_win_over_calibration(tmp_path: Path, mo
 def test_a_threshold_outside_unit_interval_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ContextError, match="groundedness_threshold"):
         Context(data_dir=str(tmp_path), groundedness_threshold=1.5)
+
+
+# --- issue 14: one typed, validated config ------------------------------------------------------------------
+
+
+def test_an_explicit_value_wins_over_the_environment_even_when_it_equals_the_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("REGROUND_TOP_N", "5")
+    assert Context(top_n=3).top_n == 3  # 3 is the default: the old dataclass returned 5 here
+    assert Context().top_n == 5, "the environment fills a field that was not given"
+    assert Context(top_n=3).with_(n_samples=2).top_n == 3, "a copy keeps the explicit value"
+    assert Context().with_(n_samples=2).top_n == 5, "a copy keeps the value the environment gave"
+
+
+def test_environment_values_are_parsed_by_type_and_bad_ones_name_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REGROUND_USE_REGROUND", "false")
+    monkeypatch.setenv("REGROUND_GROUNDEDNESS_WEIGHTS", '{"k_precision": 1.0}')
+    monkeypatch.setenv("REGROUND_RETRIEVAL", '{"fusion": "rrf", "rrf_k": 30}')
+    context = Context()
+    assert context.use_reground is False and context.groundedness_weights == {"k_precision": 1.0}
+    assert (context.retrieval.fusion, context.retrieval.rrf_k, context.retrieval.chunk_k) == ("rrf", 30, 150)
+    monkeypatch.setenv("REGROUND_TOP_N", "many")
+    with pytest.raises(ContextError, match="REGROUND_TOP_N"):
+        Context()
+    monkeypatch.setenv("REGROUND_TOP_N", "0")
+    with pytest.raises(ContextError, match=r"'top_n'.*REGROUND_TOP_N.*greater than or equal to 1"):
+        Context()
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"top_n": 0}, r"'top_n'.*greater than or equal to 1"),
+        ({"max_reground_attempts": -1}, r"'max_reground_attempts'.*greater than or equal to 0"),
+        ({"temperature": 2.5}, r"'temperature'.*less than or equal to 2"),
+        ({"rewrite_below_margin": -0.1}, r"'rewrite_below_margin'"),
+        ({"keyword_method": "magic"}, r"'keyword_method'.*'llm', 'lexical' or 'off'"),
+        ({"review_mode": "sometimes"}, r"'review_mode'"),
+        ({"refine_prompts": {"brevity": "{answer}"}}, r"'refine_prompts.*'specificity', 'faithfulness' or 'relevance'"),
+        ({"rerank_method": "http"}, r"'rerank_url' is required"),
+        ({"support_low": 0.8, "support_high": 0.5}, r"'support_low'.*below 'support_high'"),
+        ({"top_nn": 3}, r"'top_nn'.*Extra inputs"),
+    ],
+)
+def test_out_of_range_values_and_unknown_choices_are_one_line_errors_naming_the_field(
+    values: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ContextError, match=message) as raised:
+        Context(**values)  # type: ignore[arg-type]
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"answer_prompt": "Answer briefly."}, r"'answer_prompt'.*misses the placeholder \{question\}"),
+        ({"answer_prompt": "{question} in {language}"}, r"'answer_prompt'.*unknown placeholder \{language\}"),
+        ({"rerank_prompt": "Rank for {question"}, r"'rerank_prompt'.*literal braces"),
+        ({"groundedness_prompt": "List claims of {0}"}, r"'groundedness_prompt'.*positional"),
+        ({"reground_prompt": "{previous_query} only"}, r"'reground_prompt'.*\{question\}"),
+        ({"refine_prompts": {"relevance": "Improve it."}}, r"'refine_prompts'.*'relevance' prompt misses.*\{answer\}"),
+        ({"keywords_prompt": "Keywords for {question}"}, r"'keywords_prompt'.*sent as written"),
+    ],
+)
+def test_prompts_with_a_missing_or_unknown_placeholder_are_refused(values: dict[str, object], message: str) -> None:
+    with pytest.raises(ContextError, match=message):
+        Context(**values)  # type: ignore[arg-type]
+
+
+def test_valid_custom_prompts_are_accepted_and_partial_refine_prompts_keep_the_defaults() -> None:
+    from reground.prompts import refine as refine_prompts
+
+    context = Context(
+        answer_prompt="Reply to {question} in one sentence.",  # evidence and escalation are optional
+        keywords_prompt='Reply with JSON like {"keywords": ["a"]}.',  # JSON braces in a verbatim prompt are fine
+        refine_prompts={"relevance": "Make {answer} answer {question}."},
+    )
+    assert context.refine_prompts["relevance"] == "Make {answer} answer {question}."
+    assert context.refine_prompts["specificity"] == refine_prompts.PRINCIPLE_TASKS["specificity"]
+    assert Context().answer_prompt.format(question="q", evidence="", escalation="e")  # the defaults pass their check
+
+
+def test_with_validates_and_the_context_is_immutable() -> None:
+    context = Context(top_n=4)
+    assert context.with_(top_n=2).top_n == 2 and context.top_n == 4
+    with pytest.raises(ContextError, match="'top_n'"):
+        context.with_(top_n=0)
+    with pytest.raises(ValueError, match="frozen"):
+        context.top_n = 7  # type: ignore[misc]
+
+
+def test_the_schema_studio_renders_carries_descriptions_ranges_and_choices() -> None:
+    from reground.graph.builder import graph
+
+    schema = graph.get_context_jsonschema()
+    assert schema is not None
+    properties = schema["properties"]
+    assert properties["top_n"]["minimum"] == 1 and properties["top_n"]["description"]
+    assert properties["keyword_method"]["enum"] == ["llm", "lexical", "off"]
+    assert "retrieval" in properties and "history_token_cap" in properties and "sample_temperature" in properties
+    assert all(p.get("description") for p in properties.values()), "every field is described in Studio's form"
+
+
+def test_tunables_are_fields_with_the_old_defaults_and_the_recursion_limit_has_one_source() -> None:
+    from reground.graph import builder
+    from reground.tools.retrieval import RetrievalSettings
+
+    context = Context()
+    assert (context.history_token_cap, context.sample_temperature) == (3000, 0.7)
+    assert (context.support_low, context.support_high, context.judge_max_tokens) == (0.35, 0.75, 120)
+    assert (context.keywords_max_tokens, context.rewrite_max_tokens) == (60, 60)
+    assert context.retrieval == RetrievalSettings()
+    assert builder.graph.config is not None
+    assert builder.graph.config["recursion_limit"] == context.recursion_limit == builder.DEFAULT_RECURSION_LIMIT
+    assert builder.run_config(context.with_(recursion_limit=90))["recursion_limit"] == 90
+
+
+def test_the_retriever_is_built_with_the_contexts_retrieval_settings(tmp_path: Path) -> None:
+    from reground.tools.services import Services
+
+    class FakeStore:
+        embedder = None
+
+        def count(self) -> int:
+            return 1
+
+    store = FakeStore()
+    services = Services(store=store)  # type: ignore[arg-type]
+    rrf = Context(retrieval={"fusion": "rrf"})  # type: ignore[arg-type]
+    assert services.retriever(rrf).settings.fusion == "rrf"
+    assert services.retriever(Context()).settings.fusion == "score"
+    assert services.retriever(rrf) is services.retriever(rrf.with_(top_n=4)), "one retriever per settings"
+
+
+# --- the per-turn reset comes from the state's declared defaults --------------------------------------------
+
+
+def test_every_state_key_is_either_reset_per_turn_or_declared_as_carried() -> None:
+    from typing import get_type_hints
+
+    from reground.graph.state import CARRIED_ACROSS_TURNS, PER_TURN_DEFAULTS, State
+
+    keys = set(get_type_hints(State))
+    assert keys == set(PER_TURN_DEFAULTS) | CARRIED_ACROSS_TURNS
+    assert not set(PER_TURN_DEFAULTS) & CARRIED_ACROSS_TURNS
+
+
+def test_start_turn_resets_every_per_turn_key_left_by_the_previous_turn() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.runtime import Runtime
+    from reground.graph.state import PER_TURN_DEFAULTS
+    from reground.nodes.common import NodeEnv
+    from reground.nodes.start_turn import start_turn
+    from reground.tools.fake_chat import ScriptedChatModel
+    from reground.tools.services import Services
+
+    leftovers: dict[str, object] = {
+        "keywords": ["old"],
+        "candidates": [{"text": "old"}],
+        "passages": [{"text": "old"}],
+        "judgements": [{"number": 1}],
+        "draft": {"text": "old answer"},
+        "draft_checked": True,
+        "reground_attempts": 2,
+        "refine_iterations": 1,
+        "review": {"action": "approve"},
+        "query_mode": "rewritten",
+        "notices": ["old notice"],
+    }
+    messages = [HumanMessage("How much leave?"), AIMessage("30 days."), HumanMessage("Can I carry it over?")]
+    env = NodeEnv(services=Services(chat_model=ScriptedChatModel()), runtime=Runtime(context=Context()))
+    update = start_turn({"messages": messages, **leftovers}, env)  # type: ignore[typeddict-item]
+    assert set(update) == set(PER_TURN_DEFAULTS)
+    for key in leftovers:
+        assert update[key] == PER_TURN_DEFAULTS[key], key
+    assert update["question"] == update["standalone_question"] == "Can I carry it over?"
+    assert update["history"] == [{"role": "user", "text": "How much leave?"}, {"role": "assistant", "text": "30 days."}]
+
+
+def test_start_turn_caps_the_history_at_the_contexts_history_token_cap() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.runtime import Runtime
+    from reground.nodes.common import NodeEnv
+    from reground.nodes.start_turn import start_turn
+    from reground.tools.fake_chat import ScriptedChatModel
+    from reground.tools.services import Services
+    from reground.tools.tokens import count_tokens
+
+    long_reply = " ".join(["The policy grants thirty days of paid leave per year."] * 20)
+    messages = [HumanMessage("How much leave?"), AIMessage(long_reply), HumanMessage("And sick leave?")]
+    env = NodeEnv(
+        services=Services(chat_model=ScriptedChatModel()), runtime=Runtime(context=Context(history_token_cap=40))
+    )
+    update = start_turn({"messages": messages}, env)
+    assert sum(count_tokens(turn["text"]) for turn in update["history"]) <= 40
+    assert any("history cut to the last 40 tokens" in note for note in env.stats.notes)

@@ -396,8 +396,6 @@ def test_cli_handlers(files: tuple[Path, Path], tmp_path: Path, capsys: pytest.C
 
 
 def test_ablations_are_valid_context_overrides() -> None:
-    import dataclasses
-
     from reground.evals.answers import GRAPH_SYSTEMS
     from reground.graph.context import Context
 
@@ -405,10 +403,8 @@ def test_ablations_are_valid_context_overrides() -> None:
 
     base = Context()
     for name, overrides in GRAPH_SYSTEMS.items():
-        ablated = dataclasses.replace(base, **overrides)  # validates in __post_init__
-        changed = {f.name for f in dataclasses.fields(Context)} - {
-            f.name for f in dataclasses.fields(Context) if getattr(ablated, f.name) == getattr(base, f.name)
-        }
+        ablated = base.with_(**overrides)  # validates
+        changed = {name for name in Context.model_fields if getattr(ablated, name) != getattr(base, name)}
         assert changed == set(overrides), name
     assert parse_overrides(["max_refine_iterations=0", "rerank_method=llm"]) == {
         "max_refine_iterations": 0,
