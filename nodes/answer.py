@@ -21,7 +21,6 @@ from reground.tools.scoring import majority_best, principle_scores
 from reground.tools.structured import call_json
 from reground.tools.types import Passage
 
-SAMPLE_TEMPERATURE = 0.7  # ProMiSe's sampling temperature for samples after the first
 JSON_OVERHEAD_TOKENS = 30  # the reply's keys and the helpful list, on top of the answer's own cap
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -125,7 +124,7 @@ def answer(state: State, env: NodeEnv) -> dict[str, Any]:
     # Sequential on purpose: a local llama.cpp server has one slot and its prefix cache serves
     # every sample after the first.
     for sample in range(context.n_samples):
-        temperature = context.temperature if sample == 0 else SAMPLE_TEMPERATURE
+        temperature = context.temperature if sample == 0 else context.sample_temperature
         model = env.services.chat(context, "answer", temperature=temperature)
         try:
             reply, _ = call_json(

@@ -29,7 +29,6 @@ _ANAPHORA = re.compile(
     re.IGNORECASE,
 )
 _MIN_STANDALONE_WORDS = 6
-REWRITE_MAX_TOKENS = 60
 # A rewrite may only use words of the conversation: one that is mostly new words is a copied few-shot
 # example or an invention (a 0.5B model does both), not this user's question.
 MIN_GROUNDED_WORD_SHARE = 0.6
@@ -101,7 +100,7 @@ def refine_question(state: State, env: NodeEnv) -> dict[str, Any]:
     ]
     try:
         reply, _ = call_json(
-            model, messages, Rewrite, env.stats, tags=["refine_question"], max_tokens=REWRITE_MAX_TOKENS
+            model, messages, Rewrite, env.stats, tags=["refine_question"], max_tokens=env.context.rewrite_max_tokens
         )
         standalone = reply.question
     except LLMReplyError as exc:
