@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import re
 import shlex
@@ -326,6 +327,108 @@ def measure_rules(suite_dir: Path, corpora: Sequence[Path]) -> dict[str, Any]:
     return out
 
 
+def _suite_texts(suite_dir: Path) -> list[tuple[str, str]]:
+    """(doc id, raw text) of every suite page: docs.jsonl's texts and the HTML/markdown pages' markup."""
+    texts = [
+        (str(r["doc_id"]), str(r["text"]))
+        for r in (
+            json.loads(line) for line in (suite_dir / "docs.jsonl").read_text(encoding="utf-8").splitlines() if line
+        )
+    ]
+    return texts + [(p.stem, p.read_text(encoding="utf-8")) for p in sorted((suite_dir / "pages").iterdir())]
+
+
+def _corpus_texts(corpus: Path) -> list[tuple[str, str]]:
+    rows = (json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines() if line.strip())
+    return [(str(r.get("doc_id")), str(r.get("text", ""))) for r in rows]
+
+
+def measure_model_check(
+    suite_dir: Path, corpora: Sequence[Path], judge: Callable[[Sequence[str]], Sequence[bool]], *, sample: int = 50
+) -> dict[str, Any]:
+    """Rules alone vs rules plus the model (tools/injection.py `confirm_with_model`), sentence by sentence.
+
+    - suite pages: injected sentences detected, other sentences flagged (false positives);
+    - held-out sets: injected sentences detected, benign ones flagged;
+    - clean corpora: sentences flagged in `sample` documents per corpus (seed 0), and in the whole corpus (only
+      borderline sentences reach the model, so the whole corpus costs a few dozen calls).
+    Verdicts are cached per sentence, so a sentence repeated across documents is asked once.
+    """
+    import random
+
+    from reground.tools.injection import (
+        borderline_sentences,
+        confirm_with_model,
+        find_instructions,
+        split_sentences,
+    )
+
+    cache: dict[str, bool] = {}
+
+    def cached(sentences: Sequence[str]) -> list[bool]:
+        todo = [s for s in dict.fromkeys(sentences) if s not in cache]
+        if todo:
+            cache.update(zip(todo, judge(todo), strict=True))
+        return [cache[s] for s in sentences]
+
+    def flagged(text: str, with_model: bool) -> set[str]:
+        found = {f.sentence for f in find_instructions(text)}
+        if with_model:
+            found |= {f.sentence for f in confirm_with_model(text, cached)}
+        return found
+
+    def both(measure: Callable[[bool], dict[str, Any]]) -> dict[str, Any]:
+        return {"rules": measure(False), "rules+model": measure(True)}
+
+    injected = {s for c in load_cases(suite_dir) for t in c["injected"] for s in split_sentences(t)}
+    pages = _suite_texts(suite_dir)
+
+    def suite(with_model: bool) -> dict[str, Any]:
+        hits = set().union(*(flagged(text, with_model) for _, text in pages))
+        false = sorted(h for h in hits if h not in injected)
+        return {"injected": len(injected), "detected": len(hits & injected), "false_positives": false}
+
+    out: dict[str, Any] = {"suite_pages": both(suite)}
+    for held in sorted(suite_dir.glob("heldout*.jsonl")):
+        rows = [json.loads(line) for line in held.read_text(encoding="utf-8").splitlines() if line.strip()]
+        positives = [r["text"] for r in rows if r.get("injection", True)]
+        negatives = [r["text"] for r in rows if not r.get("injection", True)]
+
+        def held_out(
+            with_model: bool, positives: list[str] = positives, negatives: list[str] = negatives
+        ) -> dict[str, Any]:
+            return {
+                "injected": len(positives),
+                "detected": sum(1 for t in positives if flagged(t, with_model)),
+                "missed": [t for t in positives if not flagged(t, with_model)],
+                "benign": len(negatives),
+                "false_positives": [t for t in negatives if flagged(t, with_model)],
+            }
+
+        out[held.stem] = both(held_out)
+    for corpus in corpora:
+        docs = _corpus_texts(corpus)
+        picked = random.Random(0).sample(docs, min(sample, len(docs)))
+
+        def clean(with_model: bool, docs: list[tuple[str, str]] = docs) -> dict[str, Any]:
+            hits = [{"doc_id": d, "sentence": s} for d, text in docs for s in sorted(flagged(text, with_model))]
+            return {
+                "documents": len(docs),
+                "sentences": sum(len(split_sentences(text)) for _, text in docs),
+                "borderline_sentences": sum(len(borderline_sentences(text)) for _, text in docs),
+                "flagged": len(hits),
+                "examples": hits,
+            }
+
+        out[str(corpus)] = {
+            f"sample_{len(picked)}_docs_seed0": both(functools.partial(clean, docs=picked)),
+            "whole_corpus": both(clean),
+        }
+    out["model_calls"] = len(cache)
+    out["model_said_instruction"] = sorted(s for s, yes in cache.items() if yes)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reground.evals.injection", description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="directory for cases.jsonl and summary.json")
@@ -344,8 +447,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="measure only the LLM-free rules (no model): recall on the suite "
         "and held-out sets, false positives on these .jsonl corpora; writes rules.json",
     )
+    parser.add_argument(
+        "--model-check",
+        nargs="*",
+        metavar="CORPUS",
+        help="rules alone vs rules plus the model check (--model, default local:default) on the suite, the "
+        "held-out sets and these clean .jsonl corpora; writes model_check.json",
+    )
     args = parser.parse_args(argv)
     suite = Path(args.suite)
+    command = "python -m reground.evals.injection " + shlex.join(list(argv if argv is not None else sys.argv[1:]))
+    if args.model_check is not None:
+        return _run_model_check(
+            args.model or "local:default", suite, [Path(c) for c in args.model_check], Path(args.out), command
+        )
     if args.rules is not None:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         measured = measure_rules(suite, [Path(c) for c in args.rules])
@@ -386,6 +501,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(json.dumps({k: summary[k] for k in ("n", "obeyed", "quoted", "cited", "errors")}))
     return 0
+
+
+def _run_model_check(spec: str, suite: Path, corpora: Sequence[Path], out: Path, command: str) -> int:
+    from reground.tools.chat import CallStats
+    from reground.tools.injection import model_judge
+
+    if spec.startswith("scripted:"):
+        model: BaseChatModel = scripted_model(spec.removeprefix("scripted:"))
+    else:
+        from reground.tools.llm import ensure_reachable, load_chat_model
+
+        ensure_reachable(spec)
+        model = load_chat_model(spec)
+    stats = CallStats()
+    started = time.perf_counter()
+    measured = measure_model_check(suite, corpora, model_judge(model, stats))
+    seconds = round(time.perf_counter() - started, 1)
+    out.mkdir(parents=True, exist_ok=True)
+    record = {"command": command, "model": spec, "seconds": seconds, "llm_seconds": round(stats.seconds, 1), **measured}
+    (out / "model_check.json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    for name, value in measured.items():
+        if isinstance(value, dict):
+            print(name, json.dumps(_brief(value)))
+    print("model calls", measured["model_calls"], "seconds", seconds)
+    return 0
+
+
+def _brief(value: Any) -> Any:
+    """Counts only: lists become their lengths (for the console)."""
+    if isinstance(value, dict):
+        return {k: _brief(v) for k, v in value.items() if k != "examples"}
+    return len(value) if isinstance(value, list) else value
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from reground.prompts import judges as prompts
+from reground.prompts.fence import fence_text
 from reground.tools.chat import CallStats, call_text
 
 Pairwise = Literal["A", "B", "tie"]
@@ -220,7 +221,7 @@ def format_history(history: Sequence[Mapping[str, str]]) -> str:
 def format_passages(passages: Sequence[str]) -> str:
     if not passages:
         return "(none)"
-    return "\n\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1))
+    return "\n\n".join(f"[{i}] {fence_text(p)}" for i, p in enumerate(passages, 1))  # inside the prompt fence
 
 
 def _context(history: Sequence[Mapping[str, str]], question: str, passages: Sequence[str]) -> str:

@@ -1,4 +1,9 @@
-"""Prompts of the evaluation baselines: what a plain pipeline would send (one answer call each)."""
+"""Prompts of the evaluation baselines: what a plain pipeline would send (one answer call each).
+
+Retrieved passages sit inside the prompt fence (prompts/fence.py), like in every prompt that shows them.
+"""
+
+from reground.prompts.fence import FENCE_CLOSE, FENCE_OPEN, QUOTED_RULE
 
 # No retrieval: the model answers from the conversation alone (a floor for every metric).
 NO_RETRIEVAL = """You are a helpful assistant for questions about government services and \
@@ -11,13 +16,23 @@ Answer the user's last question in at most 3 sentences. If you do not know, say 
 Answer:"""
 
 # Naive / history-aware RAG: the top passages and the conversation, one call, the usual rules.
-RAG = """Answer the user's last question using the passages below.
+RAG = (
+    """Answer the user's last question using the passages below. """
+    + QUOTED_RULE
+    + """
 
 Passages:
+"""
+    + FENCE_OPEN
+    + """
 {passages}
+"""
+    + FENCE_CLOSE
+    + """
 
 Conversation so far:
 {conversation}
 
 Be concise (at most 3 sentences). If the passages do not contain the answer, say so.
 Answer:"""
+)

@@ -2,17 +2,31 @@
 rubric, a position-swapped pairwise judge and ReGround's hallucination judge with our few-shot
 examples. Each prompt ends in one fixed verdict line so small models can be parsed; the parsers in
 `reground.evals.judges` also accept the usual variants (JSON, "4/5", "**4**", verdict words).
+
+The passages sit inside the prompt fence (prompts/fence.py) and the judge is told once that they are quoted.
 """
 
+from reground.prompts.fence import FENCE_CLOSE, FENCE_OPEN, QUOTED_RULE
+
 # Shared head of every judge prompt: the material first, the task last (prefix reuse on llama.cpp).
-CONTEXT = """Conversation so far:
+CONTEXT = (
+    """Conversation so far:
 {history}
 
 User's last question: {question}
 
-Passages the assistant could use:
+Passages the assistant could use. """
+    + QUOTED_RULE
+    + """
+"""
+    + FENCE_OPEN
+    + """
 {passages}
 """
+    + FENCE_CLOSE
+    + """
+"""
+)
 
 # --- G-Eval-style 1-5 ratings (Liu et al. 2023; dimensions of the HR chatbot paper) -------------
 

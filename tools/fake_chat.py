@@ -40,6 +40,7 @@ TAG_TASKS: dict[str, str] = {
     "judge": "other",
     "synth_question": "synth",  # `eval synth`: the user's question (and reference reply)
     "synth_check": "synth_check",  # `eval synth`: the model's check of a generated question
+    "injection_check": "injection_check",  # tools/injection.py: the model check of a borderline sentence
 }
 
 # Untagged calls (a user's own prompts): recognised by a phrase, as a last resort.
