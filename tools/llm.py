@@ -1,8 +1,14 @@
-"""Chat models by spec string, always through ChatOpenAI, so any OpenAI-compatible server works.
+"""Chat models by spec string: every provider LangChain's `init_chat_model` knows, plus our own forms.
 
-Specs: `local:<name>` (the llama.cpp server `reground llm serve` started and recorded, or
-$REGROUND_LOCAL_LLM_URL), `openai:<model>` ($OPENAI_API_KEY, optional $OPENAI_BASE_URL) and
-`openai-compatible:<model>@<base_url>` (key from $REGROUND_API_KEY, default "none").
+Specs:
+- `<provider>:<model>` — anything `langchain.chat_models.init_chat_model` accepts, e.g. `openai:gpt-4o-mini`
+  ($OPENAI_API_KEY, optional $OPENAI_BASE_URL), `anthropic:claude-sonnet-4-5`, `ollama:qwen2.5`,
+  `google_genai:gemini-2.5-flash` (`google-genai` works too); the provider's integration package must be
+  installed (`pip install langchain-anthropic`) and reads its own API key variable;
+- `local:<name>` — the llama.cpp server `reground llm serve` started and recorded (or $REGROUND_LOCAL_LLM_URL);
+- `openai-compatible:<model>@<base_url>` — any OpenAI-compatible server (vLLM, LM Studio, llama.cpp), key
+  from $REGROUND_API_KEY (default "none").
+Each is built by `init_chat_model`; only the local URL lookup and the reply-length cap are reground's.
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ from langchain_core.language_models import BaseChatModel
 from reground.tools.errors import InputError, ModelError
 
 LOCAL_MODEL_ALIAS = "local"
-ACCEPTED = "'local:<name>', 'openai:<model>' or 'openai-compatible:<model>@<base_url>'"
+ACCEPTED = "'<provider>:<model>' (e.g. 'openai:gpt-4o-mini'), 'local:<name>' or 'openai-compatible:<model>@<base_url>'"
 REACHABLE_TTL_S = 30.0
+OPENAI_URL = "https://api.openai.com/v1"
 
 
 class LLMUnavailableError(ModelError, RuntimeError):
@@ -36,32 +43,43 @@ class ModelSpecError(InputError):
 def _ways_out(url: str) -> str:
     return (
         f"No chat model answered at {url}. Either start the local server with `reground llm serve`, "
-        "or point reground at an OpenAI-compatible endpoint: REGROUND_CHAT_MODEL=openai:gpt-4o-mini with "
-        "OPENAI_API_KEY (and OPENAI_BASE_URL for other servers), or "
-        "REGROUND_CHAT_MODEL=openai-compatible:<model>@<base_url>."
+        "or point reground at another model: REGROUND_CHAT_MODEL=openai:gpt-4o-mini with OPENAI_API_KEY "
+        "(and OPENAI_BASE_URL for other servers), REGROUND_CHAT_MODEL=<provider>:<model> for any LangChain "
+        "provider, or REGROUND_CHAT_MODEL=openai-compatible:<model>@<base_url>."
     )
 
 
+def providers() -> list[str]:
+    """The providers `init_chat_model` knows (their integration packages may or may not be installed)."""
+    from langchain.chat_models import base
+
+    return sorted(base._BUILTIN_PROVIDERS)
+
+
 def parse_spec(spec: str) -> tuple[str, str, str | None]:
-    """(scheme, model, base_url or None)."""
+    """(provider, model, base_url or None); provider is 'local', 'openai-compatible' or a LangChain provider."""
     scheme, sep, rest = spec.partition(":")
     if not sep or not rest:
         raise ModelSpecError(f"invalid chat model spec {spec!r}: use {ACCEPTED}")
     if scheme == "local":
         return scheme, rest, None
-    if scheme == "openai":
-        return scheme, rest, os.environ.get("OPENAI_BASE_URL") or None
     if scheme == "openai-compatible":
         model, at, base_url = rest.partition("@")
         if not at or not model or not base_url:
             raise ModelSpecError(f"invalid chat model spec {spec!r}: use 'openai-compatible:<model>@<base_url>'")
         return scheme, model, base_url
-    raise ModelSpecError(f"unknown chat model scheme {scheme!r} in {spec!r}: use {ACCEPTED}")
+    provider = scheme.replace("-", "_").lower()
+    if provider not in providers():
+        raise ModelSpecError(
+            f"unknown chat model provider {scheme!r} in {spec!r}: use {ACCEPTED}; providers: {', '.join(providers())}"
+        )
+    return provider, rest, (os.environ.get("OPENAI_BASE_URL") or None) if provider == "openai" else None
 
 
 def base_url_for(spec: str) -> str:
-    scheme, _, base_url = parse_spec(spec)
-    if scheme == "local":
+    """The OpenAI-compatible base URL the spec talks to; "" for a provider with its own API (no URL to check)."""
+    provider, _, base_url = parse_spec(spec)
+    if provider == "local":
         url = os.environ.get("REGROUND_LOCAL_LLM_URL") or _recorded_local_url()
         if not url:
             raise LLMUnavailableError(
@@ -69,7 +87,9 @@ def base_url_for(spec: str) -> str:
                 + _ways_out("the local server").split(". ", 1)[1]
             )
         return url.rstrip("/")
-    return (base_url or "https://api.openai.com/v1").rstrip("/")
+    if provider in ("openai", "openai-compatible"):
+        return (base_url or OPENAI_URL).rstrip("/")
+    return ""
 
 
 def _recorded_local_url() -> str | None:
@@ -80,8 +100,8 @@ def _recorded_local_url() -> str | None:
     return recorded_server_url()
 
 
-def _api_key(scheme: str) -> str:
-    if scheme == "openai":
+def _api_key(provider: str) -> str:
+    if provider == "openai":
         key = os.environ.get("OPENAI_API_KEY", "")
         if not key:
             raise LLMUnavailableError(
@@ -89,7 +109,7 @@ def _api_key(scheme: str) -> str:
                 "with `reground llm serve`"
             )
         return key
-    if scheme == "openai-compatible":
+    if provider == "openai-compatible":
         return os.environ.get("REGROUND_API_KEY", "none")
     return "local"
 
@@ -106,26 +126,47 @@ def load_chat_model(
     max_tokens: int | None = None,
     max_retries: int = 1,
 ) -> BaseChatModel:
-    """A ChatOpenAI for the spec, cached per (spec, url, parameters)."""
-    from langchain_openai import ChatOpenAI
-
-    scheme, model, _ = parse_spec(spec)
+    """The spec's chat model from `init_chat_model`, cached per (spec, url, parameters)."""
+    provider, model, _ = parse_spec(spec)
     base_url = base_url_for(spec)
     key = (spec, base_url, temperature, timeout_s, max_tokens, max_retries)
-    cap = _cap_kwargs(base_url, max_tokens) if max_tokens else {}
     with _MODELS_LOCK:
         if key not in _MODELS:
-            _MODELS[key] = ChatOpenAI(
-                model=LOCAL_MODEL_ALIAS if scheme == "local" else model,
-                base_url=base_url,
-                api_key=_api_key(scheme),  # type: ignore[arg-type]
-                temperature=temperature,
-                timeout=timeout_s,
-                max_retries=max_retries,
-                stream_usage=True,
-                **cap,
-            )
+            _MODELS[key] = _build(spec, provider, model, base_url, temperature, timeout_s, max_tokens, max_retries)
         return _MODELS[key]
+
+
+def _build(
+    spec: str,
+    provider: str,
+    model: str,
+    base_url: str,
+    temperature: float,
+    timeout_s: float,
+    max_tokens: int | None,
+    max_retries: int,
+) -> BaseChatModel:
+    from langchain.chat_models import init_chat_model
+
+    kwargs: dict[str, Any] = {"temperature": temperature, "timeout": timeout_s, "max_retries": max_retries}
+    if base_url:  # an OpenAI-compatible endpoint: local, openai-compatible or openai
+        kwargs.update(base_url=base_url, api_key=_api_key(provider), stream_usage=True)
+        kwargs.update(_cap_kwargs(base_url, max_tokens) if max_tokens else {})
+        model, provider = (LOCAL_MODEL_ALIAS if provider == "local" else model), "openai"
+    elif max_tokens:
+        kwargs["max_tokens"] = max_tokens
+    try:
+        chat = init_chat_model(model, model_provider=provider, **kwargs)
+    except ImportError as exc:
+        raise ModelSpecError(f"chat model {spec!r} needs its LangChain integration package: {exc}") from exc
+    except Exception as exc:  # a provider's own validation, e.g. its API key variable is not set
+        raise LLMUnavailableError(
+            f"cannot build the chat model {spec!r}: {str(exc).splitlines()[0]}; set the provider's API key, "
+            "or serve a local model with `reground llm serve`"
+        ) from exc
+    if not isinstance(chat, BaseChatModel):  # init_chat_model returns a configurable wrapper only without a model
+        raise ModelSpecError(f"invalid chat model spec {spec!r}: use {ACCEPTED}")
+    return chat
 
 
 def _cap_kwargs(base_url: str, max_tokens: int) -> dict[str, Any]:
@@ -148,8 +189,14 @@ _REACHABLE: dict[str, float] = {}
 
 
 def ensure_reachable(spec: str, *, timeout_s: float = 3.0) -> str:
-    """The base URL if a server answers there (checked at most every 30 s), else LLMUnavailableError."""
+    """The base URL if a server answers there (checked at most every 30 s), else LLMUnavailableError.
+
+    A provider with its own API (no OpenAI-compatible URL) is not probed: "" is returned and its first call
+    reports what is wrong.
+    """
     url = base_url_for(spec)
+    if not url:
+        return url
     if time.monotonic() - _REACHABLE.get(url, -1e9) < REACHABLE_TTL_S:
         return url
     scheme = parse_spec(spec)[0]
