@@ -7,13 +7,20 @@ untagged call is matched by its prompt's wording as a last resort, else it is `o
 script per task (the last one repeats). Structured requests (`with_structured_output`) get the reply as the
 schema: JSON that validates is taken as it is, and plain text is put into the schema's one text field (or,
 for a list of strings, one item per "- " line; "NONE" is the empty list), so a script can say what the model
-writes without spelling out JSON. `max_tokens` cuts a reply to that many words, and each call takes the
-task's next scripted reply (so best-of-N samples can differ).
+writes without spelling out JSON.
+
+Sampling settings act like a real model's, deterministically: at temperature 0 (greedy) each call takes the
+task's next scripted reply; at temperature > 0 a call draws one of the task's scripted replies with a random
+generator seeded by (`seed`, task, how many samples that task drew), so best-of-N samples differ and a run is
+reproducible. `max_tokens` (per call, or the model's field) cuts a reply to that many words, as a length cap
+cuts a real reply (a cut JSON reply no longer parses). The graph sets the temperature on a caller's model
+(tools/services.py) and passes the length cap per call (tools/llm.py `token_cap`).
 """
 
 from __future__ import annotations
 
 import json
+import random
 import re
 import typing
 from collections import defaultdict
@@ -121,8 +128,13 @@ class ScriptedChatModel(BaseChatModel):
 
     script: dict[str, list[Any]] = Field(default_factory=dict)
     latency_s: float = 0.0
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    seed: int = 0
     _calls: list[tuple[str, list[BaseMessage]]] = PrivateAttr(default_factory=list)
     _served: dict[str, int] = PrivateAttr(default_factory=lambda: defaultdict(int))
+    _sampled: dict[str, int] = PrivateAttr(default_factory=lambda: defaultdict(int))
+    _temperatures: list[float] = PrivateAttr(default_factory=list)
 
     @property
     def _llm_type(self) -> str:
@@ -136,26 +148,43 @@ class ScriptedChatModel(BaseChatModel):
     def calls_for(self, task: str) -> int:
         return sum(1 for name, _ in self._calls if name == task)
 
+    @property
+    def temperatures(self) -> list[float]:
+        """The temperature of every call so far (a copy at another temperature shares this record)."""
+        return self._temperatures
+
     def reset(self) -> None:
         self._calls.clear()
         self._served.clear()
+        self._sampled.clear()
+        self._temperatures.clear()
 
-    def _reply(self, messages: list[BaseMessage], tags: Sequence[str], max_tokens: int | None) -> str:
+    def _pick(self, task: str, replies: Sequence[Any], temperature: float) -> Any:
+        """Greedy: the next scripted reply (the last repeats). Sampling: a seeded draw among the task's replies."""
+        if temperature > 0:
+            draw = self._sampled[task]
+            self._sampled[task] += 1
+            return replies[random.Random(f"{self.seed}:{task}:{draw}").randrange(len(replies))]
+        index = min(self._served[task], len(replies) - 1)
+        self._served[task] += 1
+        return replies[index]
+
+    def _reply(
+        self, messages: list[BaseMessage], tags: Sequence[str], max_tokens: int | None, temperature: float | None = None
+    ) -> str:
         task = task_of(tags, messages)
         self._calls.append((task, list(messages)))
+        heat = self.temperature if temperature is None else float(temperature)
+        self._temperatures.append(heat)
         replies = self.script.get(task)
-        if not replies:
-            reply: Any = DEFAULT_REPLIES.get(task, DEFAULT_REPLIES["other"])
-        else:
-            index = min(self._served[task], len(replies) - 1)
-            self._served[task] += 1
-            reply = replies[index]
+        reply: Any = self._pick(task, replies, heat) if replies else DEFAULT_REPLIES.get(task, DEFAULT_REPLIES["other"])
         if isinstance(reply, BaseException):
             raise reply
         if callable(reply):
             reply = reply(messages)
+        cap = max_tokens or self.max_tokens
         words = str(reply).split(" ")
-        return " ".join(words[:max_tokens]) if max_tokens else str(reply)
+        return " ".join(words[:cap]) if cap else str(reply)
 
     def _usage(self, messages: list[BaseMessage], text: str) -> dict[str, int]:
         prompt = sum(len(str(m.content).split()) for m in messages)
@@ -179,7 +208,7 @@ class ScriptedChatModel(BaseChatModel):
 
             time.sleep(self.latency_s)
         tags = run_manager.tags if run_manager else []
-        text = self._reply(messages, tags, self._max_tokens(kwargs))
+        text = self._reply(messages, tags, self._max_tokens(kwargs), kwargs.get("temperature"))
         message = AIMessage(content=text, usage_metadata=self._usage(messages, text))
         return ChatResult(generations=[ChatGeneration(message=message)])
 
@@ -191,7 +220,7 @@ class ScriptedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         tags = run_manager.tags if run_manager else []
-        text = self._reply(messages, tags, self._max_tokens(kwargs))
+        text = self._reply(messages, tags, self._max_tokens(kwargs), kwargs.get("temperature"))
         words = text.split(" ")
         for i, word in enumerate(words):
             piece = word if i == len(words) - 1 else word + " "

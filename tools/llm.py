@@ -180,6 +180,8 @@ def _cap_kwargs(base_url: str, max_tokens: int) -> dict[str, Any]:
 def token_cap(model: BaseChatModel, max_tokens: int | None) -> dict[str, Any]:
     """Per-call keyword arguments that cap a reply's length on this model's backend ({} if unknown)."""
     base_url = str(getattr(model, "openai_api_base", "") or "")
+    if max_tokens and not base_url and "max_tokens" in getattr(type(model), "model_fields", {}):
+        return {"max_tokens": max_tokens}  # a model that names the cap max_tokens (the scripted model, Anthropic)
     if not max_tokens or not base_url:
         return {}
     return _cap_kwargs(base_url, max_tokens)

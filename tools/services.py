@@ -56,6 +56,15 @@ class ServiceSettings(Protocol):
     def model_for(self, role: Role) -> str: ...
 
 
+def at_temperature(model: BaseChatModel, temperature: float | None) -> BaseChatModel:
+    """A caller's own model at a call's sampling temperature (best-of-N samples after the first), when the model
+    has a temperature field; a shallow copy, so it shares the original's clients."""
+    fields = getattr(type(model), "model_fields", {})
+    if temperature is None or "temperature" not in fields or getattr(model, "temperature", None) == temperature:
+        return model
+    return model.model_copy(update={"temperature": temperature})
+
+
 @dataclass
 class Services:
     """Clients for a graph: explicit overrides, else built lazily from the run's Context."""
@@ -71,7 +80,7 @@ class Services:
     def chat(self, context: ServiceSettings, role: Role, *, temperature: float | None = None) -> BaseChatModel:
         """The chat model of a role; fails fast with a clear message if its server is down."""
         if self.chat_model is not None:
-            return self.chat_model
+            return at_temperature(self.chat_model, temperature)
         from reground.tools.llm import ensure_reachable, load_chat_model
 
         spec = context.model_for(role)

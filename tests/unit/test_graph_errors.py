@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 import socket
 from typing import Any
 
@@ -15,6 +16,7 @@ from reground.tools.errors import DataError, InputError, ModelError, RegroundErr
 from reground.tools.fake_chat import ScriptedChatModel
 from reground.tools.llm import LLMUnavailableError
 from reground.tools.store import CollectionNotFoundError
+from reground.tools.tokens import count_tokens
 
 
 def _closed_port() -> int:
@@ -56,6 +58,12 @@ def test_huge_question_is_cut_to_the_budget_and_the_result_says_so(hr_store: Any
     assert out["result"]["answer"]
     notices = out["result"]["notices"]
     assert len(notices) == 1 and "cut" in notices[0] and "50 tokens" in notices[0], notices
+    # The cut itself, not only its notice: no prompt carries more of the question than the budget.
+    assert model.calls, "the turn asked the model"
+    for _, messages in model.calls:
+        text = "\n".join(str(m.content) for m in messages)
+        longest = max((len(run) for run in re.findall(r"(?:annual leave )+", text + " ")), default=0)
+        assert 0 < count_tokens("annual leave " * (longest // len("annual leave "))) <= 50, longest
     short = _ask(graph, context, "How much annual leave do I get?")
     assert short["result"]["notices"] == [], "a question within the budget carries no notice"
     state_trace = graph.get_graph()  # the graph still compiles and draws
