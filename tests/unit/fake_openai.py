@@ -4,6 +4,8 @@
 then drops the connection without a response and stops listening, like a llama.cpp server killed
 mid-answer: the client's retry finds nothing at the port. `/v1/models` always answers while up, so
 the graph's fail-fast reachability check passes and the failure happens after the turn started.
+With `structured=True` a call that asks for a JSON schema (`response_format` json_schema) gets a reply of the
+schema's shape (strings are `reply`). Every chat request's Authorization header is kept in `auth`.
 """
 
 from __future__ import annotations
@@ -19,9 +21,17 @@ from typing import Any
 class FakeOpenAI:
     """Start with `start()`, stop with `stop()`; `url` is the OpenAI base URL (…/v1)."""
 
-    def __init__(self, mode: str = "answer", reply: str = "Full-time employees get 30 days of leave [1].") -> None:
+    def __init__(
+        self,
+        mode: str = "answer",
+        reply: str = "Full-time employees get 30 days of leave [1].",
+        *,
+        structured: bool = False,
+    ) -> None:
         self.mode = mode
         self.reply = reply
+        self.structured = structured
+        self.auth: list[str] = []
         self.chat_requests = 0
         self.port = 0
         self._server: ThreadingHTTPServer | None = None
@@ -60,13 +70,14 @@ class FakeOpenAI:
                 length = int(self.headers.get("Content-Length", "0") or 0)
                 request = json.loads(self.rfile.read(length) or b"{}")
                 fake.chat_requests += 1
+                fake.auth.append(self.headers.get("Authorization", ""))
                 if fake.mode == "die":
                     # Killed mid-answer: no response on this connection, nothing listening afterwards.
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     threading.Thread(target=fake.stop, daemon=True).start()
                     return
-                message = {"role": "assistant", "content": fake.reply}
+                message = {"role": "assistant", "content": fake.content_for(request)}
                 usage = {"prompt_tokens": 10, "completion_tokens": 8, "total_tokens": 18}
                 if request.get("stream"):
                     self.send_response(200)
@@ -99,6 +110,15 @@ class FakeOpenAI:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
         return self
+
+    def content_for(self, request: dict[str, Any]) -> str:
+        """`reply`, or with `structured` and a json_schema request, a JSON object of the schema's shape."""
+        response_format = request.get("response_format") or {}
+        if not self.structured or response_format.get("type") != "json_schema":
+            return self.reply
+        properties = response_format["json_schema"]["schema"].get("properties", {})
+        samples: dict[str, Any] = {"string": self.reply, "array": [], "integer": 1, "boolean": False, "number": 1.0}
+        return json.dumps({name: samples.get(p.get("type"), "") for name, p in properties.items()})
 
     def stop(self) -> None:
         server, self._server = self._server, None

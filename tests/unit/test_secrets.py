@@ -12,97 +12,28 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from fake_openai import FakeOpenAI
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from reground.graph.builder import build_graph, run_config
 from reground.graph.context import Context
-from reground.tools.fake_chat import DEFAULT_REPLIES, task_of
 
 SECRET = f"sk-test-SECRET-{uuid.uuid4().hex}"
 
 
-class OpenAIStub(BaseHTTPRequestHandler):
-    """/v1/chat/completions replying like the scripted model; records each auth header."""
-
-    seen_auth: list[str] = []  # noqa: RUF012 - shared across handler instances on purpose
-
-    def log_message(self, format: str, *args: Any) -> None:  # silence the default stderr access log
-        return
-
-    def do_GET(self) -> None:
-        self._json({"object": "list", "data": [{"id": "gpt-4o-mini", "object": "model"}]})
-
-    def do_POST(self) -> None:
-        OpenAIStub.seen_auth.append(self.headers.get("Authorization", ""))
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-        messages = [HumanMessage(str(m.get("content", ""))) for m in body.get("messages", [])]
-        reply = DEFAULT_REPLIES.get(task_of([], messages), DEFAULT_REPLIES["other"])
-        response_format = body.get("response_format") or {}
-        if response_format.get("type") == "json_schema":  # a structured call: a reply of the schema's shape
-            properties = response_format["json_schema"]["schema"].get("properties", {})
-            samples = {"string": "The passage says so [1].", "array": [], "integer": 1}
-            reply = json.dumps({name: samples.get(p.get("type"), "") for name, p in properties.items()})
-        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-        if body.get("stream"):
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            for delta, finish in (({"role": "assistant", "content": reply}, None), ({}, "stop")):
-                chunk = {
-                    "id": "chatcmpl-stub",
-                    "object": "chat.completion.chunk",
-                    "created": 0,
-                    "model": body.get("model", "gpt-4o-mini"),
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-                }
-                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            self.wfile.write(b"data: [DONE]\n\n")
-            return
-        self._json(
-            {
-                "id": "chatcmpl-stub",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body.get("model", "gpt-4o-mini"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": reply},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": usage,
-            }
-        )
-
-    def _json(self, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
 @pytest.fixture
-def openai_stub() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), OpenAIStub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    OpenAIStub.seen_auth = []
+def openai_stub() -> Iterator[FakeOpenAI]:
+    """The shared OpenAI-compatible stub (tests/unit/fake_openai.py), answering structured calls in shape."""
+    server = FakeOpenAI(structured=True).start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+        yield server
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 class Recorder(BaseCallbackHandler):
@@ -135,14 +66,14 @@ def dump(value: Any) -> str:
 
 
 def test_api_key_is_used_but_never_shown_or_stored(
-    openai_stub: str,
+    openai_stub: FakeOpenAI,
     hr_store: Any,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    monkeypatch.setenv("OPENAI_BASE_URL", openai_stub)
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_stub.url)
     caplog.set_level(logging.DEBUG)
     checkpointer = InMemorySaver()
     graph = build_graph(store=hr_store, checkpointer=checkpointer)
@@ -158,7 +89,7 @@ def test_api_key_is_used_but_never_shown_or_stored(
             stream_mode=["updates", "custom", "messages", "values", "debug"],
         )
     ]
-    assert OpenAIStub.seen_auth and all(a == f"Bearer {SECRET}" for a in OpenAIStub.seen_auth), (
+    assert openai_stub.auth and all(a == f"Bearer {SECRET}" for a in openai_stub.auth), (
         "the turn must really have called the model with the key"
     )
     state_config = run_config(context, configurable={"thread_id": "secret"})
