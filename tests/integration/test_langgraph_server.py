@@ -382,19 +382,21 @@ def test_bad_context_fails_the_run_clearly_and_the_server_stays_up(
     assert [role for role, _ in message_texts(client.threads.get_state(thread_id))] == ["human", "ai"]
 
 
+DEAD_LLM = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there: an LLM server that is down
 SDK_ERRORS = [
     ({"collection": "no-such-collection"}, TURNS[0], "CollectionNotFoundError", ("no-such-collection", "test-hr")),
     ({"metadata_filter": {"country": {"$regex": "D"}}}, TURNS[0], "MetadataFilterError", ("$regex",)),
     ({"metadata_filter": {"team": "x"}}, TURNS[0], "UnknownMetadataFieldError", ("team", "country")),
     ({"metadata_filter": ["DE"]}, TURNS[0], "ContextError", ("metadata_filter",)),
     ({"collection": "../../etc"}, TURNS[0], "ContextError", ("collection",)),
+    ({"chat_model": f"openai-compatible:local@{DEAD_LLM}"}, TURNS[0], "LLMUnavailableError", (DEAD_LLM, "llm serve")),
 ]
 
 
 @pytest.mark.parametrize(
     ("context", "question", "error_type", "needles"),
     SDK_ERRORS,
-    ids=["unknown-collection", "bad-operator", "unknown-field", "filter-list", "path-traversal"],
+    ids=["unknown-collection", "bad-operator", "unknown-field", "filter-list", "path-traversal", "llm-down"],
 )
 def test_errors_reach_sdk_clients_as_their_type_and_one_line_message(
     client: Any, server: LanggraphDev, context: dict[str, Any], question: str, error_type: str, needles: tuple[str, ...]
@@ -419,6 +421,21 @@ def test_errors_reach_sdk_clients_as_their_type_and_one_line_message(
     messages = client.threads.get_state(thread_id)["values"].get("messages", [])
     humans = [m["content"] for m in messages if m["type"] == "human"]
     assert humans in ([], [question]), f"two failed runs of one question leave at most that question: {humans}"
+
+
+@pytest.mark.parametrize("question", ["", "   ", "\U0001f642\U0001f642 \x07"], ids=["empty", "blank", "emoji"])
+def test_an_empty_question_is_answered_not_failed(client: Any, question: str) -> None:
+    """No letter or digit: the run succeeds with the 'please type a question' reply, no retrieval, no LLM call."""
+    from reground.prompts.answer import EMPTY_QUESTION
+
+    aid = assistant_id(client, "reground")
+    thread_id = client.threads.create()["thread_id"]
+    events = list(client.runs.stream(thread_id, aid, input=user(question), context=FAST, stream_mode="values"))
+    assert not [e.data for e in events if e.event == "error"]
+    result = events[-1].data["result"]
+    assert result["answer"] == EMPTY_QUESTION.format(collection=FAST["collection"])
+    assert result["llm_calls"] == 0 and result["passages"] == [] and not result["passed"]
+    assert client.runs.list(thread_id)[0]["status"] == "success"
 
 
 def test_llm_killed_mid_answer_fails_the_run_clearly_then_the_thread_holds_one_message_per_question(
