@@ -207,6 +207,13 @@ class Context(EnvSettings):
     chroma_url: str = Field(
         default="", description="URL of a Chroma server (chroma run); empty = the embedded store in data_dir."
     )
+    store: str = Field(
+        default="",
+        description=(
+            "Vector store spec: 'chroma:<dir>', 'chroma-http://host:port' or a registered scheme "
+            "(tools/vector_store.py); empty = from data_dir and chroma_url."
+        ),
+    )
     metadata_filter: dict[str, Any] = Field(
         default_factory=dict,
         description=(

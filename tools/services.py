@@ -14,8 +14,8 @@ from langchain_core.language_models import BaseChatModel
 
 if TYPE_CHECKING:
     from reground.tools.embeddings import Embedder
-    from reground.tools.retrieval import HybridRetriever, RetrievalSettings
-    from reground.tools.store import PassageStore
+    from reground.tools.retrieval import HybridRetriever, RetrievalSettings, SearchStore
+    from reground.tools.vector_store import VectorStore
 
 Role = Literal["refiner", "answer", "judge"]
 
@@ -51,6 +51,9 @@ class ServiceSettings(Protocol):
     def chroma_url(self) -> str: ...
 
     @property
+    def store(self) -> str: ...
+
+    @property
     def retrieval(self) -> RetrievalSettings: ...
 
     def model_for(self, role: Role) -> str: ...
@@ -71,10 +74,10 @@ class Services:
 
     chat_model: BaseChatModel | None = None
     embedder: Embedder | None = None
-    store: PassageStore | None = None
+    store: VectorStore | SearchStore | None = None  # a caller's store overrides the context's store spec
     check_reachable: bool = True
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _stores: dict[tuple[str, str, str, str], PassageStore] = field(default_factory=dict, repr=False)
+    _stores: dict[tuple[str, str, str], SearchStore] = field(default_factory=dict, repr=False)
     _retrievers: dict[tuple[int, str], HybridRetriever] = field(default_factory=dict, repr=False)
 
     def chat(self, context: ServiceSettings, role: Role, *, temperature: float | None = None) -> BaseChatModel:
@@ -102,22 +105,22 @@ class Services:
 
         return load_embedder(context.embedding_model)
 
-    def passage_store(self, context: ServiceSettings) -> PassageStore:
-        """The context's collection; raises CollectionNotFoundError / EmptyCollectionError naming it."""
-        if self.store is not None:
-            return self.store
-        from reground.tools.store import EmptyCollectionError, PassageStore
+    def passage_store(self, context: ServiceSettings) -> SearchStore:
+        """The context's collection, searchable; its store comes from the context's store spec (`open_store`).
 
-        key = (context.collection, context.data_dir, context.chroma_url, context.embedding_model)
+        Raises CollectionNotFoundError / EmptyCollectionError naming it.
+        """
+        from reground.tools.vector_store import EmptyCollectionError, open_store, search_index, store_spec
+
+        spec = context.store or store_spec(context.data_dir or None, context.chroma_url)
+        key = ("given", "", "") if self.store is not None else (context.collection, spec, context.embedding_model)
         with self._lock:
             store = self._stores.get(key)
             if store is None:
-                store = PassageStore.open(
-                    context.collection,
-                    data_dir=context.data_dir or None,
-                    embedder=self.embeddings(context),
-                    chroma_url=context.chroma_url,
-                )
+                opened = self.store
+                if opened is None:
+                    opened = open_store(spec, context.collection, embedder=self.embeddings(context))
+                store = search_index(opened)  # a VectorStore of the caller's is searched by a SearchIndex
                 self._stores[key] = store
         if store.count() == 0:
             raise EmptyCollectionError(

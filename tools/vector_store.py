@@ -180,11 +180,11 @@ def open_store(
     return PassageStore.open(collection, chroma_url=rest, embedder=embedder, create=create, on_wait=on_wait)
 
 
-def search_index(store: VectorStore) -> Any:
-    """The store's search index (its own if it keeps one, else a new `SearchIndex` over it)."""
-    own = getattr(store, "index", None)
-    if own is not None:
-        return own
+def search_index(store: Any) -> Any:
+    """What retrieval searches (a `tools.retrieval.SearchStore`): a new `SearchIndex` over a VectorStore that does
+    not search itself, else the store as given (PassageStore delegates to its own index; a caller's search store)."""
+    if callable(getattr(store, "dense_search", None)) or not callable(getattr(store, "load_snapshot", None)):
+        return store
     from reground.tools.search_index import SearchIndex
 
     return SearchIndex(store)

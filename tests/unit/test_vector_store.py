@@ -22,6 +22,8 @@ from reground.tools.retrieval import HybridRetriever, RetrievalQuery
 from reground.tools.search_index import SearchIndex
 from reground.tools.types import Chunk
 from reground.tools.vector_store import (
+    CollectionNotFoundError,
+    EmptyCollectionError,
     Snapshot,
     StoreSpecError,
     VectorStore,
@@ -172,3 +174,28 @@ def test_chroma_spec_opens_the_persisted_store(hr_store_dir: str) -> None:
     index = search_index(store)
     assert index.count() == len(snapshot.chunks)
     assert set(store.document_hashes()) == {c["doc_id"] for c in snapshot.chunks}
+
+
+def test_the_context_store_spec_picks_the_store(hr_store_dir: str, tmp_path: Any) -> None:
+    from reground.graph.context import Context
+    from reground.tools.services import Services
+
+    spec_context = Context(collection="test-hr", store=f"chroma:{hr_store_dir}", data_dir=str(tmp_path))
+    assert Services().passage_store(spec_context).count() > 0, "the spec wins over data_dir (which is empty)"
+    with pytest.raises(CollectionNotFoundError):
+        Services().passage_store(Context(collection="test-hr", data_dir=str(tmp_path)))
+
+
+def test_a_callers_vector_store_is_searched_through_a_search_index() -> None:
+    from reground.graph.context import Context
+    from reground.tools.services import Services
+
+    store = MemoryStore("docs")
+    with pytest.raises(EmptyCollectionError):
+        Services(store=store).passage_store(Context(collection="docs"))
+    ingest_documents(DOCS, store, progress=False)
+    services = Services(store=store)
+    searchable = services.passage_store(Context(collection="docs"))
+    assert isinstance(searchable, SearchIndex) and searchable is services.passage_store(Context(collection="docs"))
+    query = RetrievalQuery(question="train tickets", history_query="train tickets")
+    assert services.retriever(Context(collection="docs")).search(query, where=None)[0]["doc_id"] == "travel"
