@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reground.prompts import answer as answer_prompts
+from reground.prompts.fence import fence_text
 
 
 def format_history(history: Sequence[Mapping[str, str]]) -> str:
@@ -35,7 +36,7 @@ def format_passages(passages: Sequence[Mapping[str, Any]]) -> str:
                 title=passage.get("title", ""),
                 section=section,
                 url=passage.get("url") or "no url",
-                text=passage["text"].strip(),
+                text=fence_text(passage["text"].strip()),  # cannot open or close the prompts' fence
             )
         )
     return "\n\n".join(blocks) if blocks else "(no passages found)"
