@@ -259,6 +259,11 @@ class Context(EnvSettings):
     paragraph_candidates: int = Field(
         default=8, ge=1, description="Paragraphs kept by paragraph-level scoring, before rerank."
     )
+    injection_model_check: bool = Field(
+        default=False,
+        description="Also ask the judge model about retrieved sentences the injection rules call borderline "
+        "(one call each; off: the 0.5B default flags most of them, evals/results/injection/model_check.json).",
+    )
     retrieval: RetrievalSettings = Field(
         default_factory=RetrievalSettings,
         description="Retrieval weights and fusion (tools/retrieval.py RetrievalSettings, tuned on doc2dial).",

@@ -10,7 +10,7 @@ from typing import Any
 
 from reground.graph.state import State
 from reground.nodes.common import NodeEnv
-from reground.tools.injection import guard_candidates
+from reground.tools.injection import guard_candidates, model_judge
 from reground.tools.retrieval import RetrievalQuery, history_query
 
 
@@ -31,6 +31,7 @@ def retrieve(state: State, env: NodeEnv) -> dict[str, Any]:
         paragraph_k=context.paragraph_candidates,
         paragraph_scoring=context.use_paragraph_scoring,
     )
-    candidates, _ = guard_candidates(candidates, env.stats.notes)
+    judge = model_judge(env.services.chat(context, "judge"), env.stats) if context.injection_model_check else None
+    candidates, _ = guard_candidates(candidates, env.stats.notes, judge)
     env.stats.notes.append(f"{len(candidates)} candidates for {state.get('query_mode', 'refined')} query")
     return {"candidates": candidates}

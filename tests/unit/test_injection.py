@@ -350,3 +350,48 @@ def test_with_the_defence_no_answer_obeys_or_repeats_an_injection(suite_store: t
 def test_the_graph_itself_obeys_no_injection(suite_store: tuple[Path, Any]) -> None:
     rows = run_cases(suite_store, "graph")
     assert [r["case_id"] for r in rows if r["obeyed"] or r["quoted"]] == []
+
+
+def test_the_model_check_is_off_by_default_and_on_removes_what_the_judge_confirms(tmp_path: Path) -> None:
+    """Through the graph: with injection_model_check the retrieve node asks the judge role about borderline
+    sentences (tag injection_check) and drops the confirmed ones before any prompt shows them."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from reground.graph.builder import build_graph, run_config
+    from reground.graph.context import Context
+    from reground.tools.ingest import ingest
+    from reground.tools.store import PassageStore
+
+    doc = {
+        "doc_id": "leave",
+        "title": "Annual leave",
+        "url": "https://hr.example/leave",
+        "text": f"Full-time employees get 30 days of annual leave a year. {BORDERLINE[0]} Unused days expire.",
+    }
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    store = PassageStore.open("borderline", data_dir=tmp_path / "data", create=True)
+    assert not ingest([corpus], store, progress=False).errors
+
+    def turn(check: bool) -> tuple[ScriptedChatModel, dict[str, Any]]:
+        model = ScriptedChatModel(script={"injection_check": ['{"instruction_to_assistant": true}']})
+        context = Context(
+            collection="borderline",
+            data_dir=str(tmp_path / "data"),
+            injection_model_check=check,
+            max_reground_attempts=0,
+        )
+        graph = build_graph(chat_model=model, store=store, checkpointer=InMemorySaver())
+        config = run_config(context, configurable={"thread_id": "t"})
+        question = {"messages": [{"role": "user", "content": "How many days of annual leave do I get?"}]}
+        graph.invoke(question, config, context=context)
+        return model, graph.get_state(config).values
+
+    model, state = turn(False)
+    assert model.calls_for("injection_check") == 0
+    assert any(BORDERLINE[0] in p["text"] for p in state["candidates"]), "off: the rules alone keep it"
+    model, state = turn(True)
+    assert model.calls_for("injection_check") == 1
+    assert state["candidates"] and not any(BORDERLINE[0] in p["text"] for p in state["candidates"])
+    shown = "\n".join(str(m.content) for task, msgs in model.calls if task != "injection_check" for m in msgs)
+    assert BORDERLINE[0] not in shown and "30 days" in shown, "no prompt but the check shows the confirmed sentence"
+    assert any("removed 1 instruction" in str(e.get("note", "")) for e in state["trace"]), state["trace"]
