@@ -80,18 +80,17 @@ def index_documents(state: IngestState, runtime: Runtime[IngestContext]) -> dict
     """Write the documents with the shared ingestion tool (chunk, embed, store, lexical index)."""
     from reground.tools.embeddings import load_embedder
     from reground.tools.ingest import ingest
-    from reground.tools.store import PassageStore
+    from reground.tools.vector_store import open_store, store_spec
 
     context = runtime.context
 
     def on_wait(message: str) -> None:
         runtime.stream_writer({"node": "index_documents", "message": message})
 
-    store = PassageStore.open(
+    store = open_store(
+        store_spec(context.data_dir or None, context.chroma_url),
         context.collection,
-        data_dir=context.data_dir or None,
         embedder=load_embedder(context.embedding_model),
-        chroma_url=context.chroma_url,
         create=True,
         on_wait=on_wait,
     )

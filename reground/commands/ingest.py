@@ -11,12 +11,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     """Open (or create) the collection, then ingest under its write lock; bad files are listed, not fatal."""
     from reground.tools.errors import RegroundError
     from reground.tools.ingest import ingest
-    from reground.tools.store import PassageStore
+    from reground.tools.vector_store import open_store, store_spec
 
     try:
-        store = PassageStore.open(
-            args.collection, data_dir=args.data_dir, chroma_url=args.chroma_url or "", create=True
-        )
+        spec = args.store or store_spec(args.data_dir, args.chroma_url or "")
+        store = open_store(spec, args.collection, create=True)
         summary = ingest(
             args.paths, store, max_tokens=args.max_tokens, delete=args.delete or (), progress=not args.quiet
         )
@@ -40,6 +39,7 @@ def add_commands(subparsers: Any) -> None:
     parser.add_argument("--collection", required=True, help="collection name (created if missing)")
     parser.add_argument("--data-dir", help="store directory (default: $REGROUND_DATA_DIR or ~/.local/share/reground)")
     parser.add_argument("--chroma-url", help="a Chroma server (chroma run) instead of the embedded store")
+    parser.add_argument("--store", help="vector store spec (chroma:<dir>, chroma-http://host:port); overrides both")
     parser.add_argument("--max-tokens", type=int, default=160, help="chunk size in tokens (default 160)")
     parser.add_argument("--delete", nargs="+", metavar="DOC_ID", help="remove these documents")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -199,3 +199,16 @@ def test_a_callers_vector_store_is_searched_through_a_search_index() -> None:
     assert isinstance(searchable, SearchIndex) and searchable is services.passage_store(Context(collection="docs"))
     query = RetrievalQuery(question="train tickets", history_query="train tickets")
     assert services.retriever(Context(collection="docs")).search(query, where=None)[0]["doc_id"] == "travel"
+
+
+def test_reground_ingest_writes_into_the_store_its_spec_names(hr_corpus: Any, tmp_path: Any) -> None:
+    from reground.cli import main
+
+    target = tmp_path / "by-spec"
+    args = ["ingest", str(hr_corpus), "--collection", "spec-docs", "--data-dir", str(tmp_path / "unused")]
+    assert main([*args, "--store", f"chroma:{target}", "--quiet"]) == 0
+    store = open_store(f"chroma:{target}", "spec-docs")
+    assert store.document_hashes() and search_index(store).count() > 0
+    with pytest.raises(CollectionNotFoundError):
+        open_store(f"chroma:{tmp_path / 'unused'}", "spec-docs")
+    assert main([*args[:4], "--store", "nosuch:x", "--quiet"]) == 2, "a bad spec is an input error"
