@@ -4,6 +4,7 @@ graph/builder.py and wires the new node into a graph that runs."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import types
@@ -51,6 +52,20 @@ def my_docs(tmp_path: Path, hr_corpus: Path, monkeypatch: pytest.MonkeyPatch) ->
     return str(data_dir)
 
 
+@pytest.fixture
+def elsewhere_dir(tmp_path: Path) -> str:
+    """Another store, reached only through the store spec: its 'my-docs' holds one document of its own."""
+    from reground.tools.ingest import ingest
+    from reground.tools.store import PassageStore
+
+    doc = {"doc_id": "elsewhere-leave", "title": "Leave", "url": "https://elsewhere.example", "text": GROUNDED[:-5]}
+    corpus = tmp_path / "elsewhere.jsonl"
+    corpus.write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    data_dir = tmp_path / "elsewhere"
+    assert not ingest([corpus], PassageStore.open("my-docs", data_dir=data_dir, create=True), progress=False).errors
+    return str(data_dir)
+
+
 def test_the_section_has_the_four_examples() -> None:
     text = section()
     for topic in ("A different model per role", "A new prompt", "A new node", "Another vector store"):
@@ -59,14 +74,15 @@ def test_the_section_has_the_four_examples() -> None:
 
 
 def test_the_python_examples_run_and_the_diff_wires_the_new_node(
-    my_docs: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    my_docs: str, elsewhere_dir: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     my_model = ScriptedChatModel(script={"answer": [GROUNDED]})
-    namespace: dict[str, Any] = {"my_model": my_model, "data_dir": my_docs, "__name__": "readme_change_it"}
+    namespace: dict[str, Any] = {"my_model": my_model, "data_dir": elsewhere_dir, "__name__": "readme_change_it"}
     for code in blocks("python"):
         exec(compile(code, "README.md", "exec"), namespace)
     printed = capsys.readouterr().out
     assert "30 working days" in printed and "True" in printed, printed
+    assert printed.rstrip().endswith("elsewhere-leave"), "the store spec opened the other store"
     prompts = [str(messages[-1].content) for task, messages in my_model.calls if task == "answer"]
     assert any(p.startswith("Answer the user's last message in one sentence") for p in prompts), "the new prompt"
 
