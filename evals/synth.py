@@ -14,6 +14,8 @@ Quality control, each rule counted by reason in `<out stem>.summary.json`:
 - `generation_failed`: the model's reply did not validate, or the question is empty;
 - `not_retrievable`: BM25 with question + history does not find the gold document in its top 20 (the
   question is not about the document);
+- `repeats_question`: the question repeats an earlier user question of the dialogue (token F1 >= 0.8);
+- `reply_not_grounded`: under half the reference reply's words are in its gold span (K-Precision < 0.5);
 - `followup_standalone`: a follow-up whose bare question already ranks the gold document first with BM25 AND
   that has no word referring to the history (it does not need the dialogue);
 - `unanswerable_supported`: an unanswerable question with a passage in the collection whose cosine to the
@@ -46,6 +48,7 @@ from reground.prompts import synth as prompts
 from reground.tools.chat import CallStats, LLMReplyError
 from reground.tools.errors import DataError, InputError
 from reground.tools.retrieval import content_terms
+from reground.tools.scoring import k_precision, token_f1
 from reground.tools.structured import call_json
 
 if TYPE_CHECKING:
@@ -70,6 +73,8 @@ REASONS = (
     "span_not_verbatim",
     "not_retrievable",
     "followup_standalone",
+    "repeats_question",
+    "reply_not_grounded",
     "unanswerable_supported",
     "underspecified_names_one",
     "model_says_unanswered",
@@ -83,6 +88,8 @@ HISTORY_WORDS_RE = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+REPEAT_F1 = 0.8  # token F1 at which a question repeats an earlier one
+REPLY_GROUNDING = 0.5  # K-Precision of the reference reply against its gold span, at least
 
 
 class SynthError(InputError, ValueError):
@@ -163,7 +170,8 @@ def candidate_spans(doc: Document, words: tuple[int, int] = SPAN_WORDS) -> list[
     for chunk in doc.chunks:
         for match in _SENTENCE.finditer(chunk["text"]):
             text = match.group(0).strip()
-            if words[0] <= len(text.split()) <= words[1] and not text.startswith("#"):
+            # a sentence (ends in . ! ?), not a heading or a list label
+            if words[0] <= len(text.split()) <= words[1] and text[-1] in ".!?" and not text.startswith("#"):
                 out.append(Span(text, chunk["chunk_id"]))
     return out
 
@@ -255,6 +263,15 @@ def plan_turns(rng: random.Random, settings: SynthSettings) -> list[Kind]:
     return kinds
 
 
+def shown_title(title: str) -> str:
+    """The title as the model sees it: without a trailing part number ("Social Security Administration#2")."""
+    return re.sub(r"#[\d_]+$", "", title).strip() or title
+
+
+def repeats_question(question: str, history: Sequence[Turn]) -> bool:
+    return any(t["role"] == "user" and token_f1(question, t["text"]) >= REPEAT_F1 for t in history)
+
+
 def conversation_text(history: Sequence[Turn]) -> str:
     return "\n".join(f"{t['role']}: {t['text']}" for t in history) or "(none yet)"
 
@@ -285,6 +302,11 @@ class DialogueMaker:
             raise DataError(f"no document of {settings.collection!r} has a sentence of {SPAN_WORDS} words to ask about")
 
     # the model -------------------------------------------------------------------------------
+    @staticmethod
+    def _system(doc: Document, passage: str, history: Sequence[Turn]) -> str:
+        title = shown_title(doc.title)
+        return prompts.SYSTEM.format(title=title, span=passage, conversation=conversation_text(history))
+
     def _ask(self, schema: type[Any], system: str, task: str, stats: CallStats, tag: str, cap: int) -> Any:
         reply, _ = call_json(self.model, _messages(system, task), schema, stats, tags=["synth", tag], max_tokens=cap)
         return reply
@@ -375,7 +397,7 @@ class DialogueMaker:
         span = rng.choice(spans)
         used.add(span.text)
         task = prompts.FOLLOWUP_TASK if kind == "followup" else prompts.FIRST_TASK
-        system = prompts.SYSTEM.format(title=doc.title, span=span.text, conversation=conversation_text(history))
+        system = self._system(doc, span.text, history)
         try:
             made = self._ask(QuestionReply, system, task, stats, "synth_question", GEN_MAX_TOKENS)
         except LLMReplyError:
@@ -385,6 +407,10 @@ class DialogueMaker:
             return None, "generation_failed"
         if not span_is_verbatim(span, doc):
             return None, "span_not_verbatim"
+        if repeats_question(question, history):
+            return None, "repeats_question"
+        if k_precision(reply, span.text) < REPLY_GROUNDING:
+            return None, "reply_not_grounded"
         bare = bm25_rank(self.store, question, doc.doc_id)
         with_history = bm25_rank(self.store, f"{question} {_last_words(history, HISTORY_WORDS)}", doc.doc_id)
         checks: dict[str, Any] = {"bare_rank": bare, "history_rank": with_history, "refers_to_history": None}
@@ -404,7 +430,7 @@ class DialogueMaker:
         self, rng: random.Random, doc: Document, history: list[Turn], stats: CallStats
     ) -> tuple[Case | None, str | None]:
         chunk = rng.choice(doc.chunks)
-        system = prompts.SYSTEM.format(title=doc.title, span=chunk["text"], conversation=conversation_text(history))
+        system = self._system(doc, chunk["text"], history)
         try:
             made = self._ask(Question, system, prompts.UNANSWERABLE_TASK, stats, "synth_question", GEN_MAX_TOKENS)
         except LLMReplyError:
@@ -412,6 +438,8 @@ class DialogueMaker:
         question = " ".join(made.question.split())
         if not question:
             return None, "generation_failed"
+        if repeats_question(question, history):
+            return None, "repeats_question"
         score, closest = support(self.store, question)
         checks: dict[str, Any] = {"support": round(score, 4), "closest_chunk_id": closest and closest["chunk_id"]}
         if score >= self.settings.support_threshold:
@@ -427,8 +455,8 @@ class DialogueMaker:
     ) -> tuple[Case | None, str | None]:
         other = self._other_doc(rng, doc, similar=True)
         span = rng.choice(self.spans[doc.doc_id])
-        system = prompts.SYSTEM.format(title=doc.title, span=span.text, conversation=conversation_text(history))
-        task = prompts.UNDERSPECIFIED_TASK.format(title=doc.title, other_title=other.title)
+        system = self._system(doc, span.text, history)
+        task = prompts.UNDERSPECIFIED_TASK.format(title=shown_title(doc.title), other_title=shown_title(other.title))
         try:
             made = self._ask(Question, system, task, stats, "synth_question", GEN_MAX_TOKENS)
         except LLMReplyError:
@@ -439,7 +467,7 @@ class DialogueMaker:
         own, theirs = set(content_terms(doc.title)), set(content_terms(other.title))
         if set(content_terms(question)) & (own ^ theirs):
             return None, "underspecified_names_one"
-        reply = prompts.CLARIFY_REPLY.format(title=doc.title, other_title=other.title)
+        reply = prompts.CLARIFY_REPLY.format(title=shown_title(doc.title), other_title=shown_title(other.title))
         checks = {"other_doc_id": other.doc_id}
         return self._case(
             "underspecified", doc, history, question, reply, [doc.doc_id, other.doc_id], None, False, checks

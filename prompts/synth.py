@@ -19,15 +19,15 @@ Conversation so far:
 # A dialogue's first question, or the question that shifts the conversation to another document.
 FIRST_TASK = """Write the user's next message: one short question (at most 20 words) that the passage above \
 answers. The question must make sense on its own: name the topic (for example the benefit, form or \
-policy it is about). Do not copy a sentence of the passage.
-In "reply", write the agent's answer to that question in 1 or 2 sentences, using only the passage."""
+policy it is about). Ask something different from the earlier questions. Do not copy a sentence of the passage.
+In "reply", write the agent's answer to that question in 1 or 2 sentences, in the passage's own words."""
 
 # A follow-up that needs the conversation: it refers back instead of naming the topic again.
 FOLLOWUP_TASK = """Write the user's next message: one short follow-up question (at most 15 words) that the \
 passage above answers and that only makes sense after the conversation so far. Refer back to the \
 conversation with words like "it", "that", "they", "this" or "what about ...?" instead of naming the topic \
-again, and do not repeat the document's title.
-In "reply", write the agent's answer to that question in 1 or 2 sentences, using only the passage."""
+again, do not repeat the document's title, and ask something different from the earlier questions.
+In "reply", write the agent's answer to that question in 1 or 2 sentences, in the passage's own words."""
 
 # An unanswerable follow-up: on the topic of the conversation, but nothing in the documents answers it.
 UNANSWERABLE_TASK = """Write the user's next message: one short, realistic question (at most 20 words) on the \
