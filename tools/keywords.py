@@ -5,22 +5,19 @@ A tool (not a node) so that evals can build the same query the graph builds with
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
-from reground.tools.lexical import STOPWORDS
-
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]{2,}")
+from reground.tools.lexical import lexical_tokens
 
 
 def lexical_keywords(*texts: str, limit: int = 5) -> list[str]:
-    """Content words ranked by frequency across the texts, earlier texts first on ties (no LLM)."""
+    """Content words (the shared tokeniser's, 3+ characters, starting with a letter) ranked by frequency across
+    the texts, earlier texts first on ties (no LLM)."""
     counts: Counter[str] = Counter()
     first_seen: dict[str, int] = {}
     for text in texts:
-        for word in _WORD.findall(text.lower()):
-            word = word.strip("'-")
-            if word in STOPWORDS or len(word) < 3:
+        for word in lexical_tokens(text):
+            if len(word) < 3 or not word[0].isalpha():
                 continue
             counts[word] += 1
             first_seen.setdefault(word, len(first_seen))

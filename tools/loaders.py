@@ -101,6 +101,8 @@ def _title_from_markdown(text: str, fallback: str) -> str:
 
 # Elements that start a block of text. A string belongs to its nearest block ancestor only, so nested
 # blocks (`<li><p>X</p></li>`, a list inside a list item, a table inside a div) yield each text once.
+# A walker over BeautifulSoup (already a dependency) rather than a text-extraction library such as html-text:
+# the chunker needs headings marked as sections ('# '), and plain-text extractors drop that mark.
 _BLOCKS = frozenset(
     {"h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "td", "th", "pre", "blockquote", "dt", "dd", "caption"}
     | {"figcaption", "div", "section", "article", "main", "header", "aside", "body", "html", "table", "tr"}
