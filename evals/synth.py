@@ -15,7 +15,6 @@ Quality control, each rule counted by reason in `<out stem>.summary.json`:
 - `not_retrievable`: BM25 with question + history does not find the gold document in its top 20 (the
   question is not about the document);
 - `repeats_question`: the question repeats an earlier user question of the dialogue (token F1 >= 0.8);
-- `reply_not_grounded`: under half the reference reply's words are in its gold span (K-Precision < 0.5);
 - `followup_standalone`: a follow-up whose bare question already ranks the gold document first with BM25 AND
   that has no word referring to the history (it does not need the dialogue);
 - `unanswerable_supported`: an unanswerable question with a passage in the collection whose cosine to the
@@ -23,6 +22,9 @@ Quality control, each rule counted by reason in `<out stem>.summary.json`:
 - `underspecified_names_one`: an underspecified question naming a word of only one of its two documents' titles;
 - `model_says_unanswered` / `model_says_answered`: the model's own check (the gold span does not answer an
   answerable question; the closest passage answers an unanswerable one); off with `model_check=False`.
+
+A reference reply with under half its words in the gold span (K-Precision < 0.5: the small model invents) is
+replaced by the span itself, verbatim; the case records `reply_source` and the summary counts `replies_from_span`.
 
 Files beside `out`: `<stem>.progress.jsonl` (one line per finished dialogue: resume state and rejections),
 `<stem>.summary.json`, `<stem>.docs.jsonl` (the collection's documents, for `eval answers --docs`).
@@ -74,7 +76,6 @@ REASONS = (
     "not_retrievable",
     "followup_standalone",
     "repeats_question",
-    "reply_not_grounded",
     "unanswerable_supported",
     "underspecified_names_one",
     "model_says_unanswered",
@@ -409,11 +410,17 @@ class DialogueMaker:
             return None, "span_not_verbatim"
         if repeats_question(question, history):
             return None, "repeats_question"
+        reply_source = "model"
         if k_precision(reply, span.text) < REPLY_GROUNDING:
-            return None, "reply_not_grounded"
+            reply, reply_source = span.text, "span"
         bare = bm25_rank(self.store, question, doc.doc_id)
         with_history = bm25_rank(self.store, f"{question} {_last_words(history, HISTORY_WORDS)}", doc.doc_id)
-        checks: dict[str, Any] = {"bare_rank": bare, "history_rank": with_history, "refers_to_history": None}
+        checks: dict[str, Any] = {
+            "bare_rank": bare,
+            "history_rank": with_history,
+            "refers_to_history": None,
+            "reply_source": reply_source,
+        }
         if with_history is None:
             return None, "not_retrievable"
         if kind == "followup":
@@ -610,6 +617,7 @@ def summarize(
             "threshold": settings.support_threshold,
             **{f"{k}_mean": round(float(np.mean(v)), 4) if v else None for k, v in supports.items()},
         },
+        "replies_from_span": sum(1 for c in cases if c["synth"]["checks"].get("reply_source") == "span"),
         "llm_calls": sum(int(r.get("llm_calls", 0)) for r in progress_rows),
         "llm_seconds": round(sum(float(r.get("seconds", 0.0)) for r in progress_rows), 1),
     }
