@@ -7,26 +7,30 @@ server's prompt-prefix cache serves it across the calls of a turn.
 """
 
 SYSTEM = """You write realistic test conversations between a user and a support agent who answers from \
-documents. Users write short, natural questions in plain language.
-
-Document: {title}
-Passage:
-{span}
+documents. Users write short, natural questions in plain language, each about something new.
 
 Conversation so far:
-{conversation}"""
+{conversation}
+
+Document: {title}
+The passage the next question must be about:
+{span}"""
 
 # A dialogue's first question, or the question that shifts the conversation to another document.
 FIRST_TASK = """Write the user's next message: one short question (at most 20 words) that the passage above \
-answers. The question must make sense on its own: name the topic (for example the benefit, form or \
-policy it is about). Ask something different from the earlier questions. Do not copy a sentence of the passage.
+answers. The question must make sense on its own: name what it is about in the passage's words. Do not copy \
+a sentence of the passage and do not repeat an earlier question.
+Example: passage "You can renew your registration online up to 60 days before it expires." -> question \
+"How early can I renew my car registration online?"
 In "reply", write the agent's answer to that question in 1 or 2 sentences, in the passage's own words."""
 
 # A follow-up that needs the conversation: it refers back instead of naming the topic again.
-FOLLOWUP_TASK = """Write the user's next message: one short follow-up question (at most 15 words) that the \
-passage above answers and that only makes sense after the conversation so far. Refer back to the \
-conversation with words like "it", "that", "they", "this" or "what about ...?" instead of naming the topic \
-again, do not repeat the document's title, and ask something different from the earlier questions.
+FOLLOWUP_TASK = """Write the user's next message: one short follow-up question (at most 15 words) about what \
+the passage above says that the conversation has not covered yet. It must only make sense after the \
+conversation: refer back with words like "it", "that", "they" or "what about ...?" instead of naming the \
+topic again. Never repeat an earlier question.
+Example: after a question about renewing a car registration, passage "A late renewal costs a $25 fee." -> \
+question "And if I do it late, is there a fee?"
 In "reply", write the agent's answer to that question in 1 or 2 sentences, in the passage's own words."""
 
 # An unanswerable follow-up: on the topic of the conversation, but nothing in the documents answers it.

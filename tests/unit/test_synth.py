@@ -36,8 +36,8 @@ Reply = Callable[[Sequence[BaseMessage]], str]
 
 
 def passage_of(messages: Sequence[BaseMessage]) -> str:
-    match = re.search(r"Passage:\n(.*?)\n\nConversation so far:", str(messages[0].content), re.DOTALL)
-    assert match, "the synth prompt shows the passage before the conversation"
+    match = re.search(r"The passage the next question must be about:\n(.*)\Z", str(messages[0].content), re.DOTALL)
+    assert match, "the synth prompt ends with the passage"
     return match.group(1)
 
 
