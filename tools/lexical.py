@@ -16,7 +16,8 @@ import numpy as np
 # Letters and digits (any script), lower-cased: "Café's 2024 PTO" → café, s, 2024, pto.
 _TOKEN = re.compile(r"[^\W_]+")
 
-# English function words plus chat filler ("please", "thanks"): never useful as search terms.
+# English function words, chat filler ("please", "thanks") and what the tokeniser leaves of negated contractions
+# ("don't" → don, t): never useful as search terms.
 # (A superset of bm25s's English list, which the whole-document index used to use.)
 STOPWORDS = frozenset(
     """
@@ -29,6 +30,7 @@ STOPWORDS = frozenset(
     themselves then there these they this those through to too under until up very want was we well
     were what when where which while who whom why will with would yes you your yours yourself
     yourselves
+    aren couldn didn doesn don hadn hasn haven isn mustn needn shouldn wasn weren won wouldn
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 

@@ -26,6 +26,7 @@ def test_one_stopword_list_covers_the_bm25s_list_and_chat_filler() -> None:
 
 def test_keywords_use_the_shared_tokeniser() -> None:
     assert lexical_keywords("Can I lease an e-bike? The e-bike lease costs 30 EUR") == ["lease", "bike", "costs", "eur"]
+    assert lexical_keywords("I don't know why I didn't get the driver's license") == ["driver", "license"]
 
 
 def _lucene(tf: int, df: int, n: int, length: int, avg: float, k1: float = 1.5, b: float = 0.75) -> float:
