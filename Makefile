@@ -12,10 +12,18 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip setuptools wheel
 
+# llama.cpp compiles for this CPU (-march=native) without AMX: on virtual machines that advertise AMX but do not
+# enable it, its tile instructions fault on the first request (seen: a general protection fault in libggml-cpu at
+# `ldtilecfg`, so every LLM call failed with "Connection error"). Only x86-64 compilers know these flags.
+ifeq ($(shell uname -m),x86_64)
+LLAMA_CMAKE_ARGS ?= -DCMAKE_C_FLAGS='-mno-amx-tile -mno-amx-int8 -mno-amx-bf16' \
+	-DCMAKE_CXX_FLAGS='-mno-amx-tile -mno-amx-int8 -mno-amx-bf16'
+endif
+
 # One install for everything: the local model stack compiles llama.cpp once (pip caches the wheel).
 # WordNet (for METEOR) comes from Debian; without root or apt the metric reports itself unavailable.
 $(STAMP): pyproject.toml | $(PY)
-	$(PIP) install --quiet -e ".[local,eval,server,postgres,dev]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install --quiet -e ".[local,eval,server,postgres,dev]"
 	@if [ ! -d /usr/share/wordnet ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 		(apt-get update -qq && apt-get install -y -qq wordnet-base wordnet-sense-index >/dev/null) \
 		|| echo "apt-get could not install WordNet"; fi
