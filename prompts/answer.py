@@ -1,23 +1,44 @@
 """The shared prompt prefix of a turn and the answer task (HR chatbot answer rules)."""
 
+from reground.prompts.fence import FENCE_CLOSE, FENCE_OPEN, QUOTED_RULE
+
 # Every call of a turn after retrieval starts with this system message, byte for byte, so the
-# server's prompt-prefix cache serves the passages and conversation once per turn.
-SHARED_PREFIX = """You are a careful assistant that answers questions from the documents below only.
+# server's prompt-prefix cache serves the passages and conversation once per turn. The passages sit inside the
+# prompt fence (prompts/fence.py): quoted material, never instructions.
+SHARED_PREFIX = (
+    """You are a careful assistant that answers questions from the documents below only. """
+    + QUOTED_RULE
+    + """
 
 Passages:
+"""
+    + FENCE_OPEN
+    + """
 {passages}
+"""
+    + FENCE_CLOSE
+    + """
 
 Conversation so far:
 {conversation}"""
+)
 
 PASSAGE = "[{number}] {title}{section} ({url})\n{text}"
 
-# The answer task, asked for as JSON (schema in nodes/answer.py, enforced by the server): ConvRAG's
-# self-check ("helpful") and the reply in one call. `{evidence}` is EVIDENCE (the passage sentences closest
-# to the question, LLM-free) or empty. The reply reuses the passages' wording: on doc2dial dev the passage
-# sentence that matches the question scores higher token F1 against the human reply than the 0.5B model's
-# paraphrase (evals/README.md, "Answer relevance").
+# The answer task (plain text; the LLM-free self-check chose the evidence shown). `{evidence}` is EVIDENCE
+# (the passage sentences closest to the question) or empty. The reply reuses the passages' wording: on doc2dial
+# dev the passage sentence that matches the question scores higher token F1 against the human reply than the
+# 0.5B model's paraphrase (evals/README.md, "Answer relevance").
 TASK = """The user's last message: {question}
+{evidence}
+Write the support agent's reply to the user's last message: 1 or 2 short sentences that answer exactly what \
+the user asked, in the passages' own words, addressed to the user as "you"; say which country, region or \
+employment type it applies to when a passage says so. Do not repeat an earlier reply. If no passage helps, say \
+the documents do not cover it and add: {escalation}."""
+
+# The same task with ConvRAG's self-check asked of the model (`use_self_check=True`), as JSON whose schema
+# nodes/answer.py declares and the server enforces: the passages that help, then the reply, in one call.
+TASK_WITH_SELF_CHECK = """The user's last message: {question}
 {evidence}
 Write the support agent's reply to the user's last message. In "helpful", list the numbers of the passages \
 above that help answer it (empty if none does). In "answer", write the reply: 1 or 2 short sentences that \

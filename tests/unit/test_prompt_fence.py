@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from reground.evals.judges import format_passages as judge_passages
 from reground.graph.builder import build_graph, run_config
@@ -53,11 +52,6 @@ def test_the_judges_context_fences_its_passages() -> None:
     assert prompt.index("Other.") < prompt.index(FENCE_CLOSE)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="the graph's calls show passages through prompts/answer.py's shared prefix, which the lead fences "
-    "with prompts/fence.py; this turns green (XPASS) when that lands",
-)
 def test_every_graph_call_that_shows_passages_fences_them(hr_store: Any, hr_store_dir: str) -> None:
     context = Context(collection="test-hr", data_dir=hr_store_dir, rerank_method="llm", llm_judge_band=1.0, n_samples=1)
     model = ScriptedChatModel(script={"answer": ["Full-time employees in Germany receive 30 working days [1]."]})
