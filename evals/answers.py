@@ -44,7 +44,7 @@ GRAPH_SYSTEMS: dict[str, dict[str, Any]] = {
     "reground-no_refiner": {"use_question_refiner": False},
     "reground-no_keywords": {"keyword_method": "off", "use_paragraph_scoring": False},
     "reground-no_rerank": {"rerank_method": "off"},
-    "reground-no_self_check": {"use_self_check": False},
+    "reground-llm_self_check": {"use_self_check": True},
     "reground-no_reground": {"use_reground": False},
     "reground-no_refine": {"use_principle_refinement": False},
 }

@@ -1,8 +1,10 @@
 """ConvRAG's self-check generator with the HR chatbot's answer rules and ProMiSe's best-of-N start.
 
-One structured call per sample: the server enforces the reply's JSON schema, so the self-check verdicts and
-the answer arrive as fields, not as text to tidy. The prompt also shows the passage sentences closest to the
-question (LLM-free evidence), which the relevance check later holds the answer to.
+The self-check decides which passages help before the answer is written. By default it is LLM-free: the
+passages holding the sentences closest to the question (tools/evidence.py) are the helpful ones, those
+sentences are shown to the answer call, and the answer is one plain-text call (no grammar-constrained
+decoding: on the 0.5B default that cost ~35 ms per generated token). `use_self_check=True` asks the model
+instead, as a field of one JSON-schema reply (ConvRAG's verdicts from the generator itself).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pydantic import BaseModel, Field
 from reground.graph.state import Draft, PassageJudgement, State
 from reground.nodes.common import NodeEnv, grounded_messages
 from reground.prompts import answer as answer_prompts
-from reground.tools.chat import LLMReplyError
+from reground.tools.chat import LLMReplyError, call_text
 from reground.tools.evidence import Evidence, previous_reply, relevance_parts, strip_citations, turn_evidence
 from reground.tools.scoring import majority_best, principle_scores
 from reground.tools.structured import call_json
@@ -87,26 +89,56 @@ def not_found_draft(passages: Sequence[Passage], state: State, escalation: str) 
     return make_draft(text, passages, state, [], kind="not_found")
 
 
-def judgements_from(passages: Sequence[Passage], helpful: Sequence[int] | None) -> list[PassageJudgement]:
+def judgements_from(
+    passages: Sequence[Passage], helpful: Sequence[int] | None, source: str = "judged in the answer call"
+) -> list[PassageJudgement]:
     """Per passage, the self-check verdict (None: not judged, every passage counts as helpful)."""
     return [
         PassageJudgement(
             number=i,
             chunk_id=p["chunk_id"],
             helpful=helpful is None or i in helpful,
-            reason="not judged" if helpful is None else "judged in the answer call",
+            reason="not judged" if helpful is None else source,
         )
         for i, p in enumerate(passages, start=1)
     ]
 
 
+def shown_evidence(evidence: Sequence[Evidence], limit: int) -> list[Evidence]:
+    """The evidence sentences the answer call sees: the closest ones that share a content word with the question."""
+    return [e for e in evidence[:limit] if e.lexical > 0]
+
+
+def evidence_helpful(evidence: Sequence[Evidence], limit: int) -> list[int]:
+    """The LLM-free self-check: the passages that hold the shown evidence sentences."""
+    return sorted({e.passage for e in shown_evidence(evidence, limit)})
+
+
 def answer_task(state: State, env: NodeEnv, evidence: Sequence[Evidence]) -> str:
     context = env.context
-    shown = [e for e in evidence[: context.answer_evidence] if e.lexical > 0]
+    shown = shown_evidence(evidence, context.answer_evidence)
     hint = (
         answer_prompts.EVIDENCE.format(sentences="\n".join(f'[{e.passage}] "{e.text}"' for e in shown)) if shown else ""
     )
-    return context.answer_prompt.format(question=question_of(state), evidence=hint, escalation=context.escalation)
+    task = answer_prompts.TASK_WITH_SELF_CHECK if context.use_self_check else context.answer_prompt
+    return task.format(question=question_of(state), evidence=hint, escalation=context.escalation)
+
+
+def answer_sample(messages: Sequence[Any], env: NodeEnv, temperature: float) -> tuple[str, list[int] | None]:
+    """One answer sample: plain text, or with `use_self_check` the JSON reply carrying the model's verdicts."""
+    context = env.context
+    model = env.services.chat(context, "answer", temperature=temperature)
+    if not context.use_self_check:
+        return call_text(model, messages, env.stats, tags=["answer"], max_tokens=context.max_answer_tokens), None
+    reply, _ = call_json(
+        model,
+        messages,
+        AnswerReply,
+        env.stats,
+        tags=["answer"],
+        max_tokens=context.max_answer_tokens + JSON_OVERHEAD_TOKENS,
+    )
+    return reply.answer, list(reply.helpful)
 
 
 def answer(state: State, env: NodeEnv) -> dict[str, Any]:
@@ -125,26 +157,20 @@ def answer(state: State, env: NodeEnv) -> dict[str, Any]:
     # every sample after the first.
     for sample in range(context.n_samples):
         temperature = context.temperature if sample == 0 else context.sample_temperature
-        model = env.services.chat(context, "answer", temperature=temperature)
         try:
-            reply, _ = call_json(
-                model,
-                messages,
-                AnswerReply,
-                env.stats,
-                tags=["answer"],
-                max_tokens=context.max_answer_tokens + JSON_OVERHEAD_TOKENS,
-            )
+            reply, helpful = answer_sample(messages, env, temperature)
         except LLMReplyError as exc:
             env.stats.notes.append(f"answer sample {sample + 1} unusable ({exc})")
             continue
-        text = cap_sentences(reply.answer, context.max_answer_sentences)
+        text = cap_sentences(reply, context.max_answer_sentences)
         if len(strip_citations(text).split()) < 2:
             env.stats.notes.append(f"answer sample {sample + 1} was empty")
             continue
         kind = "not_found" if is_not_found(text, context.escalation) else "answer"
         drafts.append(make_draft(text, passages, state, evidence, kind=kind))
-        verdicts.append([n for n in reply.helpful if 1 <= n <= len(passages)])
+        if helpful is None:
+            helpful = evidence_helpful(evidence, context.answer_evidence)
+        verdicts.append([n for n in helpful if 1 <= n <= len(passages)])
     if not drafts:
         env.stats.notes.append("no usable answer sample")
         return {
@@ -153,5 +179,6 @@ def answer(state: State, env: NodeEnv) -> dict[str, Any]:
             "draft_checked": False,
         }
     best = majority_best([d["principle_scores"] for d in drafts])
-    helpful = verdicts[best] if context.use_self_check else None
-    return {"judgements": judgements_from(passages, helpful or None), "draft": drafts[best], "draft_checked": False}
+    source = "judged in the answer call" if context.use_self_check else "holds an evidence sentence"
+    judgements = judgements_from(passages, verdicts[best] or None, source)
+    return {"judgements": judgements, "draft": drafts[best], "draft_checked": False}

@@ -44,14 +44,29 @@ def test_cap_sentences_keeps_the_first_sentences() -> None:
     assert cap_sentences("Only a cut fragment", 2) == "Only a cut fragment"
 
 
-def test_default_turn_is_one_structured_call_with_verdicts_from_the_reply(hr_store: Any, context: Context) -> None:
+def test_default_turn_is_one_plain_call_with_the_evidence_self_check(hr_store: Any, context: Context) -> None:
     model = ScriptedChatModel(script={"answer": [first_passage_reply]})
     result = ask(model, hr_store, context, QUESTION)
-    assert [task for task, _ in model.calls] == ["answer"], "self-check in the reply, judge skipped on a clear score"
+    assert [task for task, _ in model.calls] == ["answer"], "LLM-free self-check, judge skipped on a clear score"
     judgements = result["state"]["judgements"]
-    assert [j["helpful"] for j in judgements] == [True] + [False] * (len(judgements) - 1)
+    shown = str(model.calls[0][1][-1].content).split("closest to this question")[1]
+    for judgement in judgements:
+        assert judgement["helpful"] == (f"[{judgement['number']}] " in shown), (judgement, shown)
+        assert judgement["reason"] == "holds an evidence sentence"
+    assert any(j["helpful"] for j in judgements) and not all(j["helpful"] for j in judgements)
     assert result["passed"], result
     assert 0.0 <= result["relevance"] <= 1.0
+
+
+def test_llm_self_check_takes_the_verdicts_from_the_json_reply(hr_store: Any, context: Context) -> None:
+    reply = json.dumps({"helpful": [3], "answer": "Full-time employees in Germany get 30 days of paid annual leave."})
+    model = ScriptedChatModel(script={"answer": [reply]})
+    result = ask(model, hr_store, context.with_(use_self_check=True), QUESTION)
+    assert [task for task, _ in model.calls] == ["answer"]
+    assert 'In "helpful"' in str(model.calls[0][1][-1].content), "the task asks for the self-check field"
+    judgements = result["state"]["judgements"]
+    assert [j["helpful"] for j in judgements] == [j["number"] == 3 for j in judgements]
+    assert not result["answer"].startswith("{"), "the answer field, not the JSON, is the reply"
 
 
 def test_the_prompt_shows_the_closest_passage_sentences(hr_store: Any, context: Context) -> None:
@@ -72,7 +87,7 @@ def carry_over_reply(messages: list[BaseMessage]) -> str:
     """A faithful answer to another question: the carry-over rule, copied from a passage."""
     system = str(messages[0].content)
     sentence = next(s for s in system.split(". ") if "carry over up to 5" in s)
-    return json.dumps({"helpful": [1], "answer": sentence.strip() + "."})
+    return sentence.strip() + "."
 
 
 def test_a_grounded_answer_to_another_question_never_passes_as_it_is(hr_store: Any, context: Context) -> None:
@@ -99,7 +114,7 @@ def test_without_refinement_the_irrelevant_answer_falls_back(hr_store: Any, hr_s
 def test_repeating_the_previous_answer_is_not_an_answer_to_the_follow_up(hr_store: Any, context: Context) -> None:
     """`reground chat`: "And is any of it paid?" got the previous answer word for word, and passed."""
     previous = "Full-time employees in Germany get 30 days of paid annual leave per calendar year (Urlaubsanspruch)."
-    model = ScriptedChatModel(script={"answer": [json.dumps({"helpful": [1], "answer": previous})]})
+    model = ScriptedChatModel(script={"answer": [previous]})
     graph = build_graph(chat_model=model, store=hr_store)
     messages = [
         {"role": "user", "content": "How many days of annual leave do I get in Germany?"},

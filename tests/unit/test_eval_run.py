@@ -165,7 +165,7 @@ def test_answers_run_judges_calibration_correlation_and_report(
     out = tmp_path / "run"
     model = ScriptedChatModel(script={"other": [_answer_from_prompt], "answer": [_answer_from_prompt]})
     judge = ScriptedChatModel(script={"other": [_judge_reply]})
-    graph = ["reground", "reground-no_self_check"] if _graph_available() else []
+    graph = ["reground", "reground-llm_self_check"] if _graph_available() else []
     systems = ["no_retrieval", "naive_rag", "history_rag", *graph]
     kwargs: dict[str, Any] = {
         "systems": systems,
