@@ -222,34 +222,61 @@ def run_system(
     progress: bool = True,
 ) -> list[dict[str, Any]]:
     """Run one system's unfinished cases, appending to OUT/<system>/cases.jsonl; all rows back."""
-    path = out_dir / system / "cases.jsonl"
-    done = {cid for cid, row in latest_by_case(read_jsonl(path)).items() if not row.get("error")}
-    todo = [c for c in cases if c.case_id not in done]
-    writer = _JsonlWriter(path)
-    fatal: list[BaseException] = []
+    return run_systems({system: runner}, cases, out_dir, workers=workers, progress=progress)[system]
 
-    def one(case: Case) -> None:
-        if fatal:
-            return
-        started = time.perf_counter()
-        try:
-            result = runner(case)
-        except Exception as exc:
-            if _is_fatal(exc):
-                fatal.append(exc)
+
+def run_systems(
+    runners: Mapping[str, CaseRunner],
+    cases: Sequence[Case],
+    out_dir: Path,
+    *,
+    workers: int = 1,
+    progress: bool = True,
+) -> dict[str, list[dict[str, Any]]]:
+    """Run every system's unfinished cases, case by case: each case goes through every system before the next
+    one, the systems' order rotating from case to case. A shared machine's load then falls on all systems alike,
+    so their seconds per turn compare within a run. Rows append to OUT/<system>/cases.jsonl (resumable)."""
+    names = list(runners)
+    paths = {name: out_dir / name / "cases.jsonl" for name in names}
+    done = {
+        name: {cid for cid, row in latest_by_case(read_jsonl(paths[name])).items() if not row.get("error")}
+        for name in names
+    }
+    todo = [(i, case) for i, case in enumerate(cases) if any(case.case_id not in done[n] for n in names)]
+    writers = {name: _JsonlWriter(paths[name]) for name in names}
+    fatal: list[tuple[str, BaseException]] = []
+
+    def one(item: tuple[int, Case]) -> None:
+        index, case = item
+        shift = index % len(names)
+        for name in [*names[shift:], *names[:shift]]:
+            if fatal:
                 return
-            writer.write(_error_record(system, case, exc, time.perf_counter() - started))
-            return
-        writer.write(case_record(system, case, result, time.perf_counter() - started))
+            if case.case_id in done[name]:
+                continue
+            started = time.perf_counter()
+            try:
+                result = runners[name](case)
+            except Exception as exc:
+                if _is_fatal(exc):
+                    fatal.append((name, exc))
+                    return
+                writers[name].write(_error_record(name, case, exc, time.perf_counter() - started))
+                continue
+            writers[name].write(case_record(name, case, result, time.perf_counter() - started))
 
     try:
-        _parallel(todo, one, workers=workers, desc=system, progress=progress)
+        _parallel(todo, one, workers=workers, desc=" + ".join(names), progress=progress)
     finally:
-        writer.close()
+        for writer in writers.values():
+            writer.close()
     if fatal:
-        raise EvalRunError(f"system {system!r} stopped: {fatal[0]}") from fatal[0]
+        name, exc = fatal[0]
+        raise EvalRunError(f"system {name!r} stopped: {exc}") from exc
     wanted = {c.case_id for c in cases}
-    return [row for cid, row in latest_by_case(read_jsonl(path)).items() if cid in wanted]
+    return {
+        name: [row for cid, row in latest_by_case(read_jsonl(paths[name])).items() if cid in wanted] for name in names
+    }
 
 
 # --- systems --------------------------------------------------------------------------------------
@@ -715,21 +742,21 @@ def run_answers_eval(
         base_context["data_dir"] = str(data_dir)
 
     wanted = {c.case_id for c in selected}
-    all_rows: dict[str, list[dict[str, Any]]] = {}
+    runners: dict[str, CaseRunner] = {}
     for name in names:
         if name in GRAPH_SYSTEMS:
-            runner = graph_runner(
+            runners[name] = graph_runner(
                 name, chat_model=chat_model, store=store, base_context=base_context, scope_field=scope_field
             )
         else:
-            runner = baseline_runner(
+            runners[name] = baseline_runner(
                 name,
                 chat_model=model,
                 store=store,
                 scope_field=scope_field,
                 where=base_context.get("metadata_filter"),
             )
-        all_rows[name] = run_system(name, selected, runner, out, workers=workers, progress=progress)
+    all_rows = run_systems(runners, selected, out, workers=workers, progress=progress)
 
     if judge_model is not None or judge_model_spec:
         jm = (

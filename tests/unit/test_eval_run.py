@@ -412,3 +412,35 @@ def test_ablations_are_valid_context_overrides() -> None:
     }
     with pytest.raises(ValueError, match="Context fields"):
         parse_overrides(["no_such_field=1"])
+
+
+def test_systems_run_case_by_case_in_rotating_order_and_resume(tmp_path: Path) -> None:
+    """Every case goes through every system before the next case, the order rotating, so a machine's changing
+    load falls on all systems alike; a rerun only runs what is missing."""
+    from reground.evals.answers import run_systems
+    from reground.evals.datasets import Case
+
+    def case(cid: str) -> Case:
+        return Case(cid, "d", "dmv", [], f"question {cid}?", "an answer", "doc", ["doc"], "span", True)
+
+    calls: list[tuple[str, str]] = []
+    failures = [("c2", "b")]  # fails once
+
+    def runner(name: str) -> Any:
+        def run(c: Case) -> dict[str, Any]:
+            calls.append((c.case_id, name))
+            if (c.case_id, name) in failures:
+                failures.clear()
+                raise ValueError("a one-off failure")
+            return {"answer": f"{name} says an answer", "passages": [], "llm_calls": 1}
+
+        return run
+
+    cases = [case("c0"), case("c1"), case("c2")]
+    rows = run_systems({"a": runner("a"), "b": runner("b")}, cases, tmp_path, progress=False)
+    assert calls == [("c0", "a"), ("c0", "b"), ("c1", "b"), ("c1", "a"), ("c2", "a"), ("c2", "b")]
+    assert [r.get("error") is None for r in rows["b"]] == [True, True, False]
+    calls.clear()
+    rows = run_systems({"a": runner("a"), "b": runner("b")}, cases, tmp_path, progress=False)
+    assert calls == [("c2", "b")], "only the failed case is run again"
+    assert all(r.get("error") is None for r in rows["b"]) and len(rows["a"]) == 3
