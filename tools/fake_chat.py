@@ -9,6 +9,11 @@ schema: JSON that validates is taken as it is, and plain text is put into the sc
 for a list of strings, one item per "- " line; "NONE" is the empty list), so a script can say what the model
 writes without spelling out JSON.
 
+A call that asks for `logprobs` (tools/choice.py) gets them for its first token, like the OpenAI-compatible
+servers return them: a scripted reply that is a mapping of tokens to probabilities ({"2": 0.7, "0": 0.3}) becomes
+the first token's `top_logprobs` (the reply's text is its most likely token); a text reply is a one-hot choice of
+its first word.
+
 Sampling settings act like a real model's, deterministically: at temperature 0 (greedy) each call takes the
 task's next scripted reply; at temperature > 0 a call draws one of the task's scripted replies with a random
 generator seeded by (`seed`, task, how many samples that task drew), so best-of-N samples differ and a run is
@@ -20,6 +25,7 @@ cuts a real reply (a cut JSON reply no longer parses). The graph sets the temper
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import typing
@@ -135,6 +141,7 @@ class ScriptedChatModel(BaseChatModel):
     _served: dict[str, int] = PrivateAttr(default_factory=lambda: defaultdict(int))
     _sampled: dict[str, int] = PrivateAttr(default_factory=lambda: defaultdict(int))
     _temperatures: list[float] = PrivateAttr(default_factory=list)
+    _choices: list[dict[str, float]] = PrivateAttr(default_factory=list)
 
     @property
     def _llm_type(self) -> str:
@@ -158,6 +165,7 @@ class ScriptedChatModel(BaseChatModel):
         self._served.clear()
         self._sampled.clear()
         self._temperatures.clear()
+        self._choices.clear()
 
     def _pick(self, task: str, replies: Sequence[Any], temperature: float) -> Any:
         """Greedy: the next scripted reply (the last repeats). Sampling: a seeded draw among the task's replies."""
@@ -182,6 +190,11 @@ class ScriptedChatModel(BaseChatModel):
             raise reply
         if callable(reply):
             reply = reply(messages)
+        if isinstance(reply, dict):  # token probabilities of a one-token choice
+            self._choices.append({str(k): float(v) for k, v in reply.items()})
+            reply = max(reply, key=lambda k: reply[k])
+        else:
+            self._choices.append({str(reply).split(" ")[0]: 1.0} if str(reply).strip() else {})
         cap = max_tokens or self.max_tokens
         words = str(reply).split(" ")
         return " ".join(words[:cap]) if cap else str(reply)
@@ -209,7 +222,14 @@ class ScriptedChatModel(BaseChatModel):
             time.sleep(self.latency_s)
         tags = run_manager.tags if run_manager else []
         text = self._reply(messages, tags, self._max_tokens(kwargs), kwargs.get("temperature"))
-        message = AIMessage(content=text, usage_metadata=self._usage(messages, text))
+        metadata: dict[str, Any] = {}
+        if kwargs.get("logprobs"):
+            top = [
+                {"token": token, "logprob": math.log(p) if p > 0 else -math.inf}
+                for token, p in sorted(self._choices[-1].items(), key=lambda kv: -kv[1])
+            ]
+            metadata["logprobs"] = {"content": [{"token": text.split(" ")[0], "logprob": 0.0, "top_logprobs": top}]}
+        message = AIMessage(content=text, usage_metadata=self._usage(messages, text), response_metadata=metadata)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _stream(
