@@ -75,14 +75,17 @@ def collection_name(docs_path: Path, max_tokens: int) -> str:
     return f"eval-{stem}-{digest}-t{max_tokens}"
 
 
-def open_eval_store(docs_path: Path, *, data_dir: str | Path | None, max_tokens: int) -> SearchStore:
+def open_eval_store(
+    docs_path: Path, *, data_dir: str | Path | None, max_tokens: int, embedding: str = ""
+) -> SearchStore:
     """The collection of docs_path chunked at max_tokens, ingested once (ingest is idempotent)."""
     from reground.tools.embeddings import load_embedder
     from reground.tools.ingest import ingest
     from reground.tools.store import PassageStore
 
     name = collection_name(docs_path, max_tokens)
-    store = PassageStore.open(name, data_dir=str(data_dir) if data_dir else None, embedder=load_embedder(), create=True)
+    embedder = load_embedder(embedding) if embedding else load_embedder()
+    store = PassageStore.open(name, data_dir=str(data_dir) if data_dir else None, embedder=embedder, create=True)
     summary = ingest([docs_path], store, max_tokens=max_tokens, progress=True)
     print(f"collection {name}: {summary}", file=sys.stderr)
     return store
@@ -117,6 +120,7 @@ def run_retrieval_eval(
     paragraph_k: int = 8,
     store: SearchStore | None = None,
     progress: bool = True,
+    embedding: str = "",
 ) -> dict[str, Any]:
     """Rank documents for every case with each system; write summary.json and cases.jsonl into out_dir."""
     from tqdm import tqdm
@@ -126,7 +130,7 @@ def run_retrieval_eval(
         raise FileNotFoundError(f"documents file not found: {docs_path} (pass --docs PATH/docs.jsonl)")
     cases = load_cases(cases_path, limit=limit, seed=seed)
     kept = [c for c in cases if c.gold_doc_in_corpus and c.gold_doc_id]
-    store = store or open_eval_store(docs_path, data_dir=data_dir, max_tokens=max_tokens)
+    store = store or open_eval_store(docs_path, data_dir=data_dir, max_tokens=max_tokens, embedding=embedding)
     retriever = HybridRetriever(store, settings)
     out.mkdir(parents=True, exist_ok=True)
     ranks: dict[str, list[int | None]] = {s: [] for s in SYSTEMS}
@@ -200,6 +204,7 @@ def run_retrieval_eval(
         "history_token_budget": history_token_budget,
         "baseline_history_words": BASELINE_HISTORY_WORDS,
         "keywords": keywords,
+        "embedding": store.embedder.name,
         "settings": _settings_dict(retriever.settings),
         "rank_depth": RANK_DEPTH,
         "top_n_passages": top_n,
@@ -254,6 +259,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--max-tokens", type=int, default=160, help="chunk size used when ingesting the docs")
     parser.add_argument("--history-tokens", type=int, default=100, help="dialogue tokens added to the query")
     parser.add_argument("--keywords", action="store_true", help="add lexical keywords to the reground query")
+    parser.add_argument(
+        "--embedding", default="", help="embedding spec, e.g. local:multilingual-e5-small (default: MiniLM)"
+    )
     return parser
 
 
@@ -269,6 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_tokens=args.max_tokens,
         history_token_budget=args.history_tokens,
         keywords=args.keywords,
+        embedding=args.embedding,
     )
     print(format_summary(summary))
     print(f"wrote {Path(args.out) / 'summary.json'} and cases.jsonl")

@@ -19,7 +19,8 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from reground.tools.lexical import lexical_tokens
@@ -42,17 +43,35 @@ class Evidence:
     score: float
     lexical: float
     dense: float
+    dense_dialogue: float = 0.0  # cosine with the question in its dialogue (the history query), when one was given
+
+
+def sentence_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, sentence) of every sentence of at least three words: the one sentence split of evidence, used
+    at ingest (sentence vectors kept per chunk) and at query time alike; `sentence` is whitespace-normalised."""
+    out: list[tuple[int, int, str]] = []
+    start = 0
+    for separator in [*_SENTENCE_END.finditer(text), None]:
+        end = separator.start() if separator is not None else len(text)
+        sentence = " ".join(text[start:end].split())
+        if len(sentence.split()) >= MIN_SENTENCE_WORDS:
+            out.append((start, end, sentence))
+        if separator is not None:
+            start = separator.end()
+    return out
+
+
+def text_sentences(text: str) -> list[str]:
+    return [sentence for _, _, sentence in sentence_spans(text)]
 
 
 def passage_sentences(passages: Sequence[Passage]) -> list[tuple[int, str]]:
     """(passage number, sentence) for every sentence of at least three words, in passage order."""
-    out: list[tuple[int, str]] = []
-    for number, passage in enumerate(passages, start=1):
-        for part in _SENTENCE_END.split(passage["text"]):
-            sentence = " ".join(part.split())
-            if len(sentence.split()) >= MIN_SENTENCE_WORDS:
-                out.append((number, sentence))
-    return out
+    return [
+        (number, sentence)
+        for number, passage in enumerate(passages, start=1)
+        for sentence in text_sentences(passage["text"])
+    ]
 
 
 def rank_evidence(
@@ -97,6 +116,17 @@ def previous_reply(history: Sequence[Mapping[str, str]]) -> str:
     return next((str(t["text"]) for t in reversed(history) if t.get("role") in ("assistant", "agent")), "")
 
 
+def stored_sentence_vectors(embed: Callable[..., Any], passages: Sequence[Passage]) -> list[np.ndarray | None]:
+    """The passages' sentence vectors kept at ingest, when `embed` is a retriever's cached `embed` whose store keeps
+    them (`SearchIndex.sentence_vectors`); None for each passage otherwise (its sentences are embedded instead)."""
+    store = getattr(getattr(embed, "__self__", None), "store", None)
+    lookup = getattr(store, "sentence_vectors", None)
+    if not callable(lookup):
+        return [None] * len(passages)
+    kept = list(lookup(passages))
+    return kept if len(kept) == len(passages) else [None] * len(passages)
+
+
 def turn_evidence(
     question: str,
     history: Sequence[Mapping[str, str]],
@@ -105,21 +135,41 @@ def turn_evidence(
     *,
     rewritten: bool = False,
     dense_weight: float = 1.0,
+    dialogue_query: str = "",
 ) -> list[Evidence]:
     """The passage sentences closest to a turn's question: its words (plus, for a follow-up that was not rewritten,
     the user's previous message) and its vector. Sentences the previous reply already said are left out: they are
-    not the answer to a follow-up. `embed` maps texts to unit vectors (the retriever's cached MiniLM)."""
+    not the answer to a follow-up. `embed` maps texts to unit vectors (the retriever's cached MiniLM); the
+    sentences' vectors come from the store when it kept them at ingest, so a turn embeds at most the question."""
     lexical_query = question
     if not rewritten:
         previous_user = next((str(t["text"]) for t in reversed(history) if t.get("role") == "user"), "")
         lexical_query = f"{question} {previous_user}".strip()
-    sentences = [text for _, text in passage_sentences(passages)]
-    if not sentences:
+    per_passage = [text_sentences(p["text"]) for p in passages]
+    if not any(per_passage):
         return []
-    vectors = np.asarray(embed([question, *sentences]))
+    kept = stored_sentence_vectors(embed, passages)
+    usable = [v is not None and len(v) == len(texts) for v, texts in zip(kept, per_passage, strict=True)]
+    missing = [t for ok, texts in zip(usable, per_passage, strict=True) if not ok for t in texts]
+    # One call: the question (cached), the question in its dialogue if given, and the sentences not kept at ingest.
+    dialogue = [dialogue_query] if dialogue_query and dialogue_query != question else []
+    vectors = np.asarray(embed([question, *dialogue, *missing]))
+    fresh = iter(vectors[1 + len(dialogue) :])
+    rows = [
+        row
+        for ok, stored, texts in zip(usable, kept, per_passage, strict=True)
+        for row in (stored if ok and stored is not None else [next(fresh) for _ in texts])
+    ]
     ranked = rank_evidence(
-        lexical_query, passages, sentence_vectors=vectors[1:], question_vector=vectors[0], dense_weight=dense_weight
+        lexical_query,
+        passages,
+        sentence_vectors=np.asarray(rows),
+        question_vector=vectors[0],
+        dense_weight=dense_weight,
     )
+    if dialogue:  # how close each sentence is to the question read with its dialogue (the support signal's 2nd view)
+        by_text = dict(zip([t for texts in per_passage for t in texts], np.asarray(rows) @ vectors[1], strict=False))
+        ranked = [replace(e, dense_dialogue=float(by_text.get(e.text, 0.0))) for e in ranked]
     said = previous_reply(history)
     return [e for e in ranked if not repeats(e.text, said)]
 

@@ -47,9 +47,14 @@ class IngestSummary:
         return data
 
 
+# Bumped when what a chunk stores changes, so the next ingest rewrites documents written before
+# (2: sentence vectors kept per chunk).
+CHUNK_FORMAT = 2
+
+
 def content_hash(doc: Document, max_tokens: int) -> str:
-    """Changes when anything a chunk carries changes (text, title, url, metadata, chunk size)."""
-    payload = json.dumps([doc.title, doc.text, doc.url, doc.metadata, max_tokens], sort_keys=True)
+    """Changes when anything a chunk carries changes (text, title, url, metadata, chunk size, stored format)."""
+    payload = json.dumps([doc.title, doc.text, doc.url, doc.metadata, max_tokens, CHUNK_FORMAT], sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

@@ -11,7 +11,7 @@ every read and reloads the snapshot when another writer changed it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ from reground.tools.vector_store import (
     StoreError,
     UnknownMetadataFieldError,
     VectorStore,
+    unpack_sentence_vectors,
 )
 
 MATCH_ANY = "all"
@@ -96,6 +97,9 @@ class _Loaded:
         self.version = snapshot.version
         self.chunks = [snapshot.chunks[i] for i in order]
         self.vectors = np.asarray(snapshot.vectors, dtype=np.float32)[order] if order else snapshot.vectors
+        self.dimension = int(self.vectors.shape[1]) if self.vectors.ndim == 2 else 0
+        kept = snapshot.sentence_vectors
+        self.sentences: list[bytes | None] = [kept[i] for i in order] if len(kept) == len(snapshot.chunks) else []
         self.index = {c["chunk_id"]: i for i, c in enumerate(self.chunks)}
         self.by_doc: dict[str, list[int]] = {}
         for i, c in enumerate(self.chunks):
@@ -199,6 +203,18 @@ class SearchIndex:
         if not chunk_ids:
             return np.zeros((0, self.embedder.dimension), dtype=np.float32)
         return loaded.vectors[[loaded.index[c] for c in chunk_ids]]
+
+    def sentence_vectors(self, passages: Sequence[Mapping[str, Any]]) -> list[np.ndarray | None]:
+        """Per passage, its sentences' vectors kept at ingest (rows in `tools.evidence.text_sentences` order), or
+        None when none were kept or the passage's text is not the stored chunk's (e.g. sanitized for the prompt)."""
+        loaded = self._load()
+        out: list[np.ndarray | None] = []
+        for passage in passages:
+            i = loaded.index.get(str(passage.get("chunk_id", "")))
+            packed = loaded.sentences[i] if i is not None and loaded.sentences else None
+            same = i is not None and loaded.chunks[i]["text"] == passage.get("text")
+            out.append(unpack_sentence_vectors(packed, loaded.dimension) if packed is not None and same else None)
+        return out
 
     def dense_search(
         self, query_embedding: np.ndarray, k: int, where: Where | None = None

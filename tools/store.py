@@ -26,13 +26,21 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import numpy as np
-from reground.tools.embeddings import MINILM_SPEC, Embedder, chroma_embedding_function, load_embedder
+from reground.tools.embeddings import (
+    DEFAULT_SPEC,
+    MINILM_SPEC,
+    Embedder,
+    chroma_embedding_function,
+    embed_passages_with_spans,
+    load_embedder,
+)
+from reground.tools.evidence import sentence_spans
 from reground.tools.locking import (
     WaitNotice,
     collection_lock,
@@ -60,6 +68,9 @@ from reground.tools.vector_store import (  # noqa: F401 - re-exported
     StoreError,
     UnknownMetadataFieldError,
     collection_name_problem,
+    pack_sentence_vectors,
+    sentence_vectors_bytes,
+    sentence_vectors_text,
 )
 
 META_PREFIX = "m_"
@@ -69,6 +80,24 @@ VERSION_ID = "__version__"
 # machine that has not flipped yet: only leftovers older than this are collected there.
 SERVER_LEFTOVER_GRACE_S = 15 * 60.0
 WRITE_ATTEMPTS = 3
+
+
+SENTENCE_VECTORS_KEY = "sentence_vectors"  # chunk metadata: its sentences' vectors (`pack_sentence_vectors`)
+
+
+def chunk_vectors(embedder: Embedder, chunks: Sequence[Chunk]) -> tuple[np.ndarray, list[bytes | None]]:
+    """The chunks' vectors and, packed per chunk, their sentences' vectors (the sentences evidence ranks, split by
+    `tools.evidence.sentence_spans`): kept at ingest so a turn does not embed passage sentences again."""
+    if not chunks:
+        return np.zeros((0, embedder.dimension), dtype=np.float32), []
+    texts = [c["text"] for c in chunks]
+    spans = [[(start, end) for start, end, _ in sentence_spans(text)] for text in texts]
+    vectors, sentences = embed_passages_with_spans(embedder, texts, spans)
+    return vectors, [pack_sentence_vectors(rows) if len(rows) else None for rows in sentences]
+
+
+class EmbeddingMismatchError(StoreError):
+    """A collection opened with another embedding model than the one its vectors come from."""
 
 
 def generation_for(doc_id: str, content_hash: str) -> str:
@@ -106,6 +135,7 @@ class PassageStore:
         self._disk_mark = self._disk_state()
         self.last_repair: dict[str, Any] = {}
         self._unreported: list[str] = []  # documents repair dropped that no ingest summary has named yet
+        self._version_seen: tuple[tuple[tuple[int, int], ...], str] | None = None  # (disk state, version read)
 
     # --- opening ---------------------------------------------------------------------------
 
@@ -128,7 +158,6 @@ class PassageStore:
         if problem:
             raise InvalidCollectionNameError(problem)
         root = default_data_dir(data_dir)
-        embedder = embedder or load_embedder(MINILM_SPEC)
         path = lock_path(root, collection, chroma_url)
         # A reader opening next to a running ingest must not collect that ingest's not-yet-flipped chunks:
         # the repair on open runs only if the write lock is free. A writer (`create`) waits for it, so
@@ -152,15 +181,33 @@ class PassageStore:
                         f"collection {collection!r} does not exist in {where} (known: {', '.join(known) or 'none'}); "
                         f"create it with `reground ingest PATH --collection {collection}`"
                     )
+                embedder = embedder or load_embedder(DEFAULT_SPEC)
                 client.get_or_create_collection(
                     collection,
                     embedding_function=chroma_embedding_function(embedder.name),
                     metadata={"hnsw:space": "cosine", "embedding": embedder.name},
                 )
+            else:
+                embedder = cls._matching_embedder(client, collection, embedder)
             store = cls(collection, client, embedder, root, chroma_url)
             if locked:
                 store.repair()
         return store
+
+    @staticmethod
+    def _matching_embedder(client: Any, collection: str, embedder: Embedder | None) -> Embedder:
+        """The embedder of an existing collection: the one it was written with (recorded in its metadata) when
+        none is given; a given one of another model is refused, since its vectors would not be comparable."""
+        recorded = str((client.get_collection(collection).metadata or {}).get("embedding", "") or "")
+        if embedder is None:
+            return load_embedder(recorded or MINILM_SPEC)  # collections without a record predate the choice
+        if recorded and recorded != embedder.name:
+            raise EmbeddingMismatchError(
+                f"collection {collection!r} was embedded with {recorded!r}, not {embedder.name!r}: set the "
+                f"embedding model to {recorded!r} (Context.embedding_model, --embedding) or ingest into a new "
+                "collection"
+            )
+        return embedder
 
     @staticmethod
     def _open_client(root: Path, chroma_url: str) -> Any:
@@ -353,9 +400,25 @@ class PassageStore:
         """
         generation = generation_for(doc_id, content_hash)
         with self.writing():
-            vectors = self.embedder.embed([c["text"] for c in chunks]) if chunks else None
+            vectors, sentences = chunk_vectors(self.embedder, chunks)
+            self.write_embedded(doc_id, content_hash, chunks, vectors, sentences, generation=generation)
+
+    def write_embedded(
+        self,
+        doc_id: str,
+        content_hash: str,
+        chunks: list[Chunk],
+        vectors: np.ndarray,
+        sentences: Sequence[bytes | None],
+        *,
+        generation: str = "",
+    ) -> None:
+        """`replace_document` with the chunks already embedded (`chunk_vectors`): what a pipelined ingest calls
+        while the next document is being embedded. Same write protocol, under the write lock."""
+        generation = generation or generation_for(doc_id, content_hash)
+        with self.writing():
             for _attempt in range(WRITE_ATTEMPTS):
-                self._write_generation(chunks, generation, vectors)
+                self._write_generation(chunks, generation, vectors, sentences)
                 self._manifest.upsert(
                     ids=[doc_id],
                     documents=[doc_id],
@@ -371,11 +434,16 @@ class PassageStore:
             f"{WRITE_ATTEMPTS} attempts (another writer kept replacing it); run the ingest again"
         )
 
-    def _write_generation(self, chunks: list[Chunk], generation: str, vectors: Any) -> None:
+    def _write_generation(
+        self, chunks: list[Chunk], generation: str, vectors: Any, sentences: Sequence[bytes | None] = ()
+    ) -> None:
         if not chunks:
             return
         written_at = time.time()
         metadatas = [self._chunk_metadata(c, generation, written_at) for c in chunks]
+        for meta, packed in zip(metadatas, sentences, strict=False):
+            if packed:
+                meta[SENTENCE_VECTORS_KEY] = sentence_vectors_text(packed)
         ids = [f"{c['chunk_id']}:{generation}" for c in chunks]
         for start in range(0, len(ids), 500):
             end = start + 500
@@ -458,8 +526,21 @@ class PassageStore:
         return live, self._chunks.get(include=["metadatas", "documents", "embeddings"])
 
     def version(self) -> str:
-        """The manifest's version record: bumped by every write, so readers know to reload."""
-        return self._version()
+        """The manifest's version record: bumped by every write, so readers know to reload.
+
+        Every search asks for it; reading it is a Chroma query (1-10 ms, 11% of a turn's graph overhead). The
+        embedded store remembers it with the (mtime, size) of its database files, which any writing process
+        changes, and reads it again only when they changed (a stat, microseconds). A server is always asked.
+        """
+        if self.chroma_url:
+            return self._version()
+        state = self._disk_state()
+        cached = self._version_seen
+        if state and cached is not None and cached[0] == state:
+            return cached[1]
+        version = self._version()
+        self._version_seen = (state, version)
+        return version
 
     def load_snapshot(self) -> Snapshot:
         """Every live chunk (the manifest's generation of each document) with its vector."""
@@ -475,6 +556,7 @@ class PassageStore:
             live, got = self._read_live()
         chunks: list[Chunk] = []
         rows: list[Any] = []
+        sentences: list[bytes | None] = []
         for meta, text, vector in zip(
             got["metadatas"] or [],
             got["documents"] or [],
@@ -497,12 +579,14 @@ class PassageStore:
                 )
             )
             rows.append(vector)
+            packed = meta.get(SENTENCE_VECTORS_KEY)
+            sentences.append(sentence_vectors_bytes(packed) if isinstance(packed, str) and packed else None)
         vectors = (
             np.asarray(rows, dtype=np.float32).reshape(len(chunks), -1)
             if chunks
             else np.zeros((0, self.embedder.dimension), dtype=np.float32)  # an empty (or emptied) collection
         )
-        return Snapshot(version, chunks, vectors)
+        return Snapshot(version, chunks, vectors, sentences if any(sentences) else [])
 
     # --- reads: the search index's (kept here so a store opened by name can be searched directly) ---
 
@@ -523,6 +607,9 @@ class PassageStore:
 
     def embeddings_for(self, chunk_ids: Sequence[str]) -> np.ndarray:
         return self.index.embeddings_for(chunk_ids)
+
+    def sentence_vectors(self, passages: Sequence[Mapping[str, Any]]) -> list[np.ndarray | None]:
+        return self.index.sentence_vectors(passages)
 
     def dense_search(
         self, query_embedding: np.ndarray, k: int, where: Where | None = None

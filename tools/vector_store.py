@@ -14,10 +14,11 @@ Specs, like chat model specs:
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -76,6 +77,8 @@ class Snapshot:
     version: str
     chunks: list[Chunk]
     vectors: np.ndarray  # float32, shape (len(chunks), dimension)
+    # Per chunk, its sentences' vectors packed by `pack_sentence_vectors` (None: not kept); empty: none kept.
+    sentence_vectors: list[bytes | None] = field(default_factory=list)
 
     @property
     def ids(self) -> list[str]:
@@ -88,6 +91,31 @@ class Snapshot:
     @property
     def metadatas(self) -> list[dict[str, Any]]:
         return [c["metadata"] for c in self.chunks]
+
+
+def pack_sentence_vectors(vectors: np.ndarray) -> bytes:
+    """Vectors as int8, each row scaled so its largest component is 127 (the scale needs no storing: rows are
+    re-normalised when unpacked): a quarter of float32, cosine to the original > 0.9995."""
+    rows = np.asarray(vectors, dtype=np.float32)
+    scale = 127.0 / np.clip(np.abs(rows).max(axis=1, keepdims=True), 1e-12, None)
+    return np.clip(np.rint(rows * scale), -127, 127).astype(np.int8).tobytes()
+
+
+def unpack_sentence_vectors(packed: bytes, dimension: int) -> np.ndarray:
+    """The float32 rows `pack_sentence_vectors` packed (re-normalised); ValueError if the size does not fit."""
+    if len(packed) % dimension:
+        raise ValueError(f"packed sentence vectors of {len(packed)} bytes are not rows of {dimension}")
+    rows = np.frombuffer(packed, dtype=np.int8).reshape(-1, dimension).astype(np.float32)
+    return rows / np.clip(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12, None)
+
+
+def sentence_vectors_text(packed: bytes) -> str:
+    """How packed sentence vectors travel in a store's string metadata."""
+    return base64.b64encode(packed).decode("ascii")
+
+
+def sentence_vectors_bytes(text: str) -> bytes:
+    return base64.b64decode(text.encode("ascii"))
 
 
 @runtime_checkable

