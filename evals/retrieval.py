@@ -10,6 +10,12 @@ Systems, all over the same ingested collection (chunks of `max_tokens`; a docume
 Passage quality beside document recall: `span_recall` is the share of the gold span's content words found in
 the best of the kept passages; `span_hit` counts cases where it reaches 0.5 (the right paragraph, not only
 the right document). Both are reported for `reground_passages`.
+
+Query transforms (`--transform hyde|topics|multi_query --model SPEC`): the model writes each case's texts (one
+structured call, as the graph's retrieve node makes it with the refiner model) and `reground` and
+`reground_passages` search with them; the texts, the call's seconds and failures are recorded per case, and
+`--expansions-from RUN/cases.jsonl` reuses a run's texts without calling a model. Cases that name a `collection`
+(MTRAG-UN) retrieve only from it unless `--no-case-scope`.
 """
 
 from __future__ import annotations
@@ -20,13 +26,15 @@ import json
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace as dataclasses_replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reground.evals.datasets import Case, load_cases
 from reground.evals.ranking import DEFAULT_KS, first_relevant_rank, metrics_from_ranks
 from reground.tools.retrieval import (
+    TRANSFORMS,
     HybridRetriever,
     RetrievalQuery,
     RetrievalSettings,
@@ -103,6 +111,50 @@ def case_query(case: Case, budget_tokens: int, *, keywords: bool) -> RetrievalQu
     return RetrievalQuery(question=case.question, history_query=hq, keywords=kws)
 
 
+def parse_setting(text: str) -> tuple[str, Any]:
+    """`field=value` (value as JSON, else a string) of a RetrievalSettings field; ValueError naming bad ones."""
+    import dataclasses
+
+    name, sep, raw = text.partition("=")
+    known = [f.name for f in dataclasses.fields(RetrievalSettings)]
+    if not sep or name not in known:
+        raise ValueError(f"bad --set {text!r}: use FIELD=VALUE with FIELD one of {', '.join(known)}")
+    try:
+        value: Any = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return name, value
+
+
+def settings_with(overrides: Sequence[str], base: RetrievalSettings | None = None) -> RetrievalSettings:
+    """RetrievalSettings with `field=value` overrides applied (a `weights` value merges into the defaults)."""
+    import dataclasses
+
+    base = base or RetrievalSettings()
+    changes: dict[str, Any] = {}
+    for text in overrides:
+        name, value = parse_setting(text)
+        if name == "weights":
+            if not isinstance(value, dict):
+                raise ValueError(f"bad --set {text!r}: weights takes a JSON object of signal weights")
+            value = {**dict(base.weights), **changes.get("weights", {}), **value}
+        changes[name] = value
+    return dataclasses.replace(base, **changes)
+
+
+def load_expansions(path: str | Path) -> dict[str, list[str]]:
+    """{case_id: expansions} from an earlier run's cases.jsonl (to measure other weights without model calls)."""
+    found: dict[str, list[str]] = {}
+    with Path(path).open(encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            if "expansions" in row:
+                found[str(row["case_id"])] = list(row["expansions"])
+    if not found:
+        raise ValueError(f"{path} holds no case with 'expansions' (write it with --transform and --model)")
+    return found
+
+
 def run_retrieval_eval(
     docs_path: str | Path,
     cases_path: str | Path,
@@ -121,8 +173,15 @@ def run_retrieval_eval(
     store: SearchStore | None = None,
     progress: bool = True,
     embedding: str = "",
+    model: str | None = None,
+    chat_model: Any = None,
+    expansions_from: str | Path | None = None,
+    case_scope: bool = True,
 ) -> dict[str, Any]:
-    """Rank documents for every case with each system; write summary.json and cases.jsonl into out_dir."""
+    """Rank documents for every case with each system; write summary.json and cases.jsonl into out_dir.
+
+    With `settings.query_transform` set, each case's texts come from `chat_model` (or the model `model` names),
+    or from `expansions_from`, an earlier run's cases.jsonl."""
     from tqdm import tqdm
 
     docs_path, out = Path(docs_path), Path(out_dir)
@@ -132,6 +191,8 @@ def run_retrieval_eval(
     kept = [c for c in cases if c.gold_doc_in_corpus and c.gold_doc_id]
     store = store or open_eval_store(docs_path, data_dir=data_dir, max_tokens=max_tokens, embedding=embedding)
     retriever = HybridRetriever(store, settings)
+    transform = retriever.settings.query_transform
+    writer = _ExpansionWriter(transform, model, chat_model, expansions_from, retriever.settings)
     out.mkdir(parents=True, exist_ok=True)
     ranks: dict[str, list[int | None]] = {s: [] for s in SYSTEMS}
     seconds: dict[str, float] = dict.fromkeys(SYSTEMS, 0.0)
@@ -141,19 +202,23 @@ def run_retrieval_eval(
         for case in tqdm(kept, desc="retrieval eval", unit="case", disable=not progress):
             rankings: dict[str, list[str]] = {}
             query = case_query(case, history_token_budget, keywords=keywords)
+            where = {"collection": case.collection} if case_scope and case.collection else None
+            t_llm = time.perf_counter()
+            query = writer.expand(case, query)
             t0 = time.perf_counter()
-            rankings["reground"] = [d for d, _ in retriever.rank_documents(query, where=None, k=RANK_DEPTH)]
+            seconds["transform"] = seconds.get("transform", 0.0) + t0 - t_llm
+            rankings["reground"] = [d for d, _ in retriever.rank_documents(query, where=where, k=RANK_DEPTH)]
             t1 = time.perf_counter()
-            candidates = retriever.search(query, where=None, doc_k=doc_k, paragraph_k=paragraph_k)
+            candidates = retriever.search(query, where=where, doc_k=doc_k, paragraph_k=paragraph_k)
             passages = fuse_rerank(candidates, top_n, retriever.settings.same_document_penalty)
             rankings["reground_passages"] = list(dict.fromkeys(p["doc_id"] for p in passages))
             recall = span_recall(case.gold_span, [p["text"] for p in passages])
             t2 = time.perf_counter()
-            hits = store.lexical_search(case.question, 10 * RANK_DEPTH, where=None)
+            hits = store.lexical_search(case.question, 10 * RANK_DEPTH, where=where)
             rankings["bm25_question"] = _best_docs(hits, RANK_DEPTH)
             t3 = time.perf_counter()
             text = f"{case.question} {last_words(case.history, BASELINE_HISTORY_WORDS)}".strip()
-            rankings["bm25_history"] = _best_docs(store.lexical_search(text, 10 * RANK_DEPTH), RANK_DEPTH)
+            rankings["bm25_history"] = _best_docs(store.lexical_search(text, 10 * RANK_DEPTH, where=where), RANK_DEPTH)
             t4 = time.perf_counter()
             for name, dt in zip(SYSTEMS, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
                 seconds[name] += dt
@@ -164,6 +229,11 @@ def run_retrieval_eval(
                 "gold_doc_id": case.gold_doc_id,
                 "query": query.history_query,
             }
+            if transform != "none":
+                row["expansions"] = list(query.expansions)
+                row["transform_seconds"] = round(t0 - t_llm, 3)
+            if where:
+                row["collection"] = case.collection
             for name in SYSTEMS:
                 rank = first_relevant_rank(rankings[name], case.gold_doc_ids or case.gold_doc_id)
                 ranks[name].append(rank)
@@ -209,22 +279,85 @@ def run_retrieval_eval(
         "rank_depth": RANK_DEPTH,
         "top_n_passages": top_n,
         "seconds": round(time.perf_counter() - started, 1),
+        "case_scope": "collection" if case_scope and any(c.collection for c in kept) else None,
     }
+    if transform != "none":
+        reground_s = seconds["reground"] + seconds["reground_passages"]
+        summary["transform"] = {
+            "name": transform,
+            "model": writer.source,
+            "llm_calls": writer.stats.llm_calls,
+            "failed": writer.failed,
+            "completion_tokens": writer.stats.completion_tokens,
+            "transform_s_per_case": round(seconds["transform"] / max(n, 1), 3),
+            "retrieval_s_per_case": round(reground_s / max(n, 1), 3),
+            "s_per_query": round((seconds["transform"] + reground_s) / max(n, 1), 3),
+        }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
 
 
 def _settings_dict(settings: RetrievalSettings) -> dict[str, Any]:
-    return {
-        "chunk_k": settings.chunk_k,
-        "rrf_k": settings.rrf_k,
-        "weights": dict(settings.weights),
-        "keyword_weight": settings.keyword_weight,
-        "lexical_paragraph_weight": settings.lexical_paragraph_weight,
-        "doc_prior_weight": settings.doc_prior_weight,
-        "history_paragraph_weight": settings.history_paragraph_weight,
-        "same_document_penalty": settings.same_document_penalty,
-    }
+    import dataclasses
+
+    return {f.name: _plain(getattr(settings, f.name)) for f in dataclasses.fields(settings)}
+
+
+def _plain(value: Any) -> Any:
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+class _ExpansionWriter:
+    """Each case's query-transform texts: from a model (one structured call), or from an earlier run."""
+
+    def __init__(
+        self,
+        transform: str,
+        model: str | None,
+        chat_model: Any,
+        expansions_from: str | Path | None,
+        settings: RetrievalSettings,
+    ) -> None:
+        from reground.tools.chat import CallStats
+
+        self.transform, self.settings, self.failed = transform, settings, 0
+        self.stats = CallStats()
+        self.known = load_expansions(expansions_from) if expansions_from else None
+        self.model = chat_model
+        self.source = f"from {expansions_from}" if expansions_from else (model or "the given chat model")
+        if transform == "none" or self.known is not None or chat_model is not None:
+            return
+        if not model:
+            raise ValueError(f"--transform {transform} needs --model SPEC (e.g. local:default) or --expansions-from")
+        from reground.tools.llm import ensure_reachable, load_chat_model
+
+        ensure_reachable(model)
+        self.model = load_chat_model(model, temperature=0.0)
+
+    def expand(self, case: Case, query: RetrievalQuery) -> RetrievalQuery:
+        if self.transform == "none":
+            return query
+        if self.known is not None:
+            if case.case_id not in self.known:
+                raise ValueError(f"case {case.case_id} has no expansions in the --expansions-from run")
+            return dataclasses_replace(query, expansions=tuple(self.known[case.case_id]))
+        from reground.tools.chat import LLMReplyError
+        from reground.tools.query_transforms import transform_query
+
+        try:
+            texts = transform_query(
+                self.model,
+                self.transform,
+                query.question,
+                case.history,
+                self.stats,
+                history_tokens=self.settings.transform_history_tokens,
+                max_tokens=self.settings.transform_max_tokens,
+            )
+        except LLMReplyError:
+            self.failed += 1
+            texts = ()
+        return dataclasses_replace(query, expansions=texts)
 
 
 def format_summary(summary: dict[str, Any]) -> str:
@@ -252,7 +385,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     )
     parser.add_argument("--docs", required=True, help="documents .jsonl (doc_id, title, text, ...)")
     parser.add_argument("--cases", required=True, help="cases .jsonl (doc2dial case schema)")
-    parser.add_argument("--limit", type=int, default=None, help="first N cases only")
+    parser.add_argument("--limit", type=int, default=None, help="first N cases only (0 = all)")
     parser.add_argument("--seed", type=int, default=None, help="with --limit: a seeded sample, not the first N")
     parser.add_argument("--out", required=True, help="output directory (summary.json, cases.jsonl)")
     parser.add_argument("--data-dir", default=None, help="store directory (default: reground's data dir)")
@@ -262,15 +395,43 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument(
         "--embedding", default="", help="embedding spec, e.g. local:multilingual-e5-small (default: MiniLM)"
     )
+    parser.add_argument(
+        "--transform",
+        choices=TRANSFORMS,
+        default=None,
+        help="query transform (RetrievalSettings.query_transform); the texts come from --model or --expansions-from",
+    )
+    parser.add_argument("--model", default=None, help="chat model spec that writes the transform's texts")
+    parser.add_argument("--expansions-from", default=None, help="reuse the texts of an earlier run's cases.jsonl")
+    parser.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="a RetrievalSettings field, the value as JSON (repeatable): --set transform_weight=0.5",
+    )
+    parser.add_argument(
+        "--no-case-scope", action="store_true", help="search all documents even for cases naming a collection"
+    )
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    summary = run_retrieval_eval(
+def run_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the eval the parsed options describe (this module's `main` and `reground eval retrieval`).
+
+    Raises ValueError for a bad --set or a transform without its texts' source."""
+    if args.limit is not None and args.limit < 0:
+        raise ValueError(f"--limit must be >= 0 (0 = all cases), got {args.limit}")
+    overrides = [*args.settings, *([f"query_transform={args.transform}"] if args.transform else [])]
+    try:
+        settings = settings_with(overrides)
+    except TypeError as exc:
+        raise ValueError(f"bad --set: {exc}") from exc
+    return run_retrieval_eval(
         args.docs,
         args.cases,
-        limit=args.limit,
+        limit=args.limit or None,
         seed=args.seed,
         out_dir=args.out,
         data_dir=args.data_dir,
@@ -278,7 +439,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         history_token_budget=args.history_tokens,
         keywords=args.keywords,
         embedding=args.embedding,
+        settings=settings,
+        model=args.model,
+        expansions_from=args.expansions_from,
+        case_scope=not args.no_case_scope,
     )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        summary = run_from_args(args)
+    except ValueError as exc:
+        parser.error(str(exc))
     print(format_summary(summary))
     print(f"wrote {Path(args.out) / 'summary.json'} and cases.jsonl")
     return 0

@@ -10,7 +10,9 @@ from typing import Any
 
 from reground.graph.state import State
 from reground.nodes.common import NodeEnv
+from reground.tools.chat import LLMReplyError
 from reground.tools.injection import guard_candidates, model_judge
+from reground.tools.query_transforms import transform_query
 from reground.tools.retrieval import RetrievalQuery, history_query
 
 
@@ -22,6 +24,7 @@ def retrieve(state: State, env: NodeEnv) -> dict[str, Any]:
         question=query_text,
         history_query=history_query(question, state.get("history", []), context.history_token_budget),
         keywords=tuple(state.get("keywords", [])),
+        expansions=expansions(query_text, state, env),
     )
     env.progress("retrieve", "searching the documents", query=query_text)
     candidates = env.services.retriever(context).search(
@@ -35,3 +38,24 @@ def retrieve(state: State, env: NodeEnv) -> dict[str, Any]:
     candidates, _ = guard_candidates(candidates, env.stats.notes, judge)
     env.stats.notes.append(f"{len(candidates)} candidates for {state.get('query_mode', 'refined')} query")
     return {"candidates": candidates}
+
+
+def expansions(query_text: str, state: State, env: NodeEnv) -> tuple[str, ...]:
+    """The texts the context's query transform (`context.retrieval.query_transform`) has the refiner model write;
+    none by default, and none (noted) when its reply is unusable."""
+    settings = env.context.retrieval
+    if settings.query_transform == "none":
+        return ()
+    try:
+        return transform_query(
+            env.services.chat(env.context, "refiner"),
+            settings.query_transform,
+            query_text,
+            state.get("history", []),
+            env.stats,
+            history_tokens=settings.transform_history_tokens,
+            max_tokens=settings.transform_max_tokens,
+        )
+    except LLMReplyError as exc:
+        env.stats.notes.append(f"query transform {settings.query_transform} unusable ({exc}); searching without it")
+        return ()

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol, get_args
 
 import numpy as np
 from reground.tools.lexical import BM25, content_terms, words
@@ -49,14 +49,26 @@ class SearchStore(Protocol):
 
 @dataclass(frozen=True)
 class RetrievalQuery:
-    """What to search with: the (refined) question, the question plus recent dialogue, and keywords."""
+    """What to search with: the (refined) question, the question plus recent dialogue, keywords, and the texts a
+    query transform wrote (`expansions`: a hypothetical passage, topics or question variants)."""
 
     question: str
     history_query: str
     keywords: tuple[str, ...] = ()
+    expansions: tuple[str, ...] = ()
 
 
 SAME_DOCUMENT_PENALTY = 0.02
+# The query transforms `RetrievalSettings.query_transform` selects (tools/query_transforms.py writes their texts).
+QueryTransform = Literal["none", "hyde", "topics", "multi_query"]
+TRANSFORMS: tuple[str, ...] = get_args(QueryTransform)
+
+
+def check_transform(name: str) -> str:
+    """The transform's name, or ValueError listing the known ones."""
+    if name not in TRANSFORMS:
+        raise ValueError(f"unknown query transform {name!r}: use one of {', '.join(TRANSFORMS)}")
+    return name
 
 
 @dataclass(frozen=True)
@@ -93,6 +105,17 @@ class RetrievalSettings:
     shift_max_similarity: float = 0.2
     shift_history_weight: float = 0.5
     shift_question_weight: float = 1.0
+    # Query transforms (tools/query_transforms.py, the HR chatbot paper's; one LLM call a turn with the refiner
+    # model): "hyde" and "topics" add the dense search of the texts the model wrote as one more document signal
+    # (weight `transform_weight`); "multi_query" searches each variant alone with the whole stack and fuses the
+    # rankings with the original query's by reciprocal rank (the original weighted 1, each variant `transform_weight`).
+    query_transform: QueryTransform = "none"
+    transform_weight: float = 1.0
+    transform_history_tokens: int = 200  # dialogue shown to the model that writes the texts
+    transform_max_tokens: int = 160  # reply cap of that call
+
+    def __post_init__(self) -> None:
+        check_transform(self.query_transform)
 
 
 def history_query(
@@ -270,11 +293,43 @@ class HybridRetriever:
             signals[name] = _best_per_document(hits)
         return signals
 
+    def transform_scores(self, texts: Sequence[str], *, where: dict[str, Any] | None) -> dict[str, float]:
+        """{doc_id: mean over the texts of its best chunk's cosine} (0 where a text's search missed it): the dense
+        signal of a HyDE passage or of the intended topics."""
+        texts = [t.strip() for t in texts if t.strip()]
+        if not texts:
+            return {}
+        total: dict[str, float] = {}
+        for vector in self.embed(texts):
+            best = _best_per_document(self.store.dense_search(vector, self.settings.chunk_k, where))
+            for doc_id, score in best.items():
+                total[doc_id] = total.get(doc_id, 0.0) + score / len(texts)
+        return total
+
     def rank_documents(self, query: RetrievalQuery, *, where: dict[str, Any] | None, k: int) -> list[tuple[str, float]]:
-        """The top-k documents: fused chunk-level signals, then whole-document BM25 on the leaders."""
+        """The top-k documents: fused chunk-level signals, then whole-document BM25 on the leaders; with the
+        multi-query transform, that ranking for the query and for each variant, fused by reciprocal rank."""
+        s = self.settings
+        if s.query_transform != "multi_query" or not query.expansions or not s.transform_weight:
+            return self._rank_documents(query, where=where, k=k)
+        depth = max(k, s.rerank_candidates)
+        # The variants stand on their own (the model resolved what the dialogue refers to), so each is searched
+        # alone, as the paper does; the dialogue reaches the fusion through the original query's ranking.
+        queries = [replace(query, expansions=())]
+        queries += [RetrievalQuery(question=v, history_query=v, keywords=query.keywords) for v in query.expansions]
+        rankings = [[d for d, _ in self._rank_documents(q, where=where, k=depth)] for q in queries]
+        weights = [1.0] + [s.transform_weight] * len(query.expansions)
+        return reciprocal_rank_fusion(rankings, k=s.rrf_k, weights=weights)[:k]
+
+    def _rank_documents(
+        self, query: RetrievalQuery, *, where: dict[str, Any] | None, k: int
+    ) -> list[tuple[str, float]]:
         s = self.settings
         weights = self.signal_weights(query)
         signals = self.document_scores(query, where=where, weights=weights)
+        if s.query_transform in ("hyde", "topics") and query.expansions and s.transform_weight:
+            signals["dense_transform"] = self.transform_scores(query.expansions, where=where)
+            weights["dense_transform"] = s.transform_weight
         names = [n for n in signals if signals[n]]
         if not names:
             return []

@@ -29,11 +29,9 @@ def add_commands(subparsers: Any) -> None:
     group.set_defaults(func=lambda args: (group.print_help(), 2)[1])
 
     p = sub.add_parser("retrieval", help="document recall@k / MRR of the LLM-free stack and BM25 baselines")
-    p.add_argument("--docs", required=True, help="documents .jsonl (doc_id, title, text)")
-    p.add_argument("--cases", required=True, help="cases .jsonl (doc2dial case format)")
-    p.add_argument("--limit", type=_limit, default=None, help="first N cases (default: all)")
-    p.add_argument("--out", required=True, help="output directory (summary.json, cases.jsonl)")
-    p.add_argument("--data-dir", default=None, help="store directory (default: $REGROUND_DATA_DIR)")
+    from reground.evals.retrieval import build_parser as retrieval_options  # the same options as the module
+
+    retrieval_options(p)
     p.set_defaults(func=_retrieval)
 
     from reground.evals.answers import DEFAULT_SYSTEMS, JUDGES, SYSTEMS
@@ -165,10 +163,10 @@ def _fail(problem: str | Exception) -> NoReturn:
 
 
 def _retrieval(args: argparse.Namespace) -> int:
-    from reground.evals.retrieval import format_summary, run_retrieval_eval
+    from reground.evals.retrieval import format_summary, run_from_args
 
     try:
-        summary = run_retrieval_eval(args.docs, args.cases, limit=args.limit, out_dir=args.out, data_dir=args.data_dir)
+        summary = run_from_args(args)
     except (OSError, ValueError) as exc:
         _fail(exc)
     print(format_summary(summary))
