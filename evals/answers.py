@@ -44,7 +44,9 @@ GRAPH_SYSTEMS: dict[str, dict[str, Any]] = {
     "reground-no_refiner": {"use_question_refiner": False},
     "reground-no_keywords": {"keyword_method": "off", "use_paragraph_scoring": False},
     "reground-no_rerank": {"rerank_method": "off"},
-    "reground-llm_self_check": {"use_self_check": True},
+    "reground-write": {"answer_style": "write"},  # the chat model writes the reply (extract is the default)
+    "reground-llm_self_check": {"answer_style": "write", "use_self_check": True},
+    "reground-no_triage": {"support_threshold": 0.0, "use_clarify": False},  # never abstains early nor asks back
     "reground-no_reground": {"use_reground": False},
     "reground-no_refine": {"use_principle_refinement": False},
 }
@@ -182,6 +184,9 @@ def case_record(system: str, case: Case, result: Mapping[str, Any], seconds: flo
         if gold_docs
         else None,
         "relevance": None if relevance is None else float(relevance),
+        "kind": result.get("kind"),
+        "signals": dict(result.get("signals") or {}),
+        "options": [o.get("label") for o in result.get("options") or []],
         "groundedness": result.get("groundedness"),
         "principle_scores": result.get("principle_scores") or {},
         "passed": result.get("passed"),

@@ -150,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from reground.tools.ingest import ingest
     from reground.tools.store import PassageStore
 
-    from reground.demo import DEMO_COLLECTION, DEMO_SCOPE, DEMO_TURNS, demo_corpus_path
+    from reground.demo import DEMO_COLLECTION, DEMO_ESCALATION, DEMO_SCOPE, DEMO_TURNS, demo_corpus_path
 
     servers = _servers()
     corpus = demo_corpus_path()
@@ -179,6 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             context = {
                 "collection": DEMO_COLLECTION,
                 "metadata_filter": DEMO_SCOPE,
+                "escalation": DEMO_ESCALATION,
                 "chat_model": f"local:{args.llm}",
                 **PROFILES[args.profile],
             }

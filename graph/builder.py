@@ -15,6 +15,7 @@ from langgraph.types import RetryPolicy
 from reground.graph.context import Context
 from reground.graph.state import InputState, OutputState, State, TraceEvent
 from reground.nodes.answer import answer
+from reground.nodes.clarify import clarify
 from reground.nodes.common import NodeEnv
 from reground.nodes.finalize import finalize
 from reground.nodes.groundedness import check_groundedness
@@ -26,6 +27,7 @@ from reground.nodes.rerank import rerank
 from reground.nodes.retrieve import retrieve
 from reground.nodes.review import needs_review, review
 from reground.nodes.start_turn import start_turn
+from reground.nodes.triage import triage
 from reground.tools.services import Services
 
 # The recursion limit lives in one place, the context (its default when a caller passes no config of its own).
@@ -81,6 +83,23 @@ def _bind(name: str, fn: NodeFn, services: Services) -> Callable[[State, Runtime
 
 def route_start(state: State) -> Literal["refine_question", "finalize"]:
     return "refine_question" if state.get("question") else "finalize"
+
+
+def route_after_triage(
+    state: State, runtime: Runtime[Context]
+) -> Literal["answer", "clarify", "re_ground", "finalize"]:
+    """Ask back, answer, or (nothing supports the question) retrieve once more with another query, then abstain."""
+    decision = state.get("decision", "answer")
+    if decision == "clarify":
+        return "clarify"
+    if decision == "abstain":
+        context = runtime.context
+        limit = min(context.abstain_reground_attempts, context.max_reground_attempts)
+        # Without a dialogue there is no other query to try: the question alone was already searched.
+        if context.use_reground and state.get("history") and state.get("reground_attempts", 0) < limit:
+            return "re_ground"
+        return "finalize"
+    return "answer"
 
 
 def route_after_check(state: State, runtime: Runtime[Context]) -> Literal["re_ground", "refine", "review", "finalize"]:
@@ -141,6 +160,8 @@ def build_graph(
         "extract_keywords": (extract_keywords, LLM_RETRY),
         "retrieve": (retrieve, STORE_RETRY),
         "rerank": (rerank, LLM_RETRY),
+        "triage": (triage, None),
+        "clarify": (clarify, None),
         "answer": (answer, LLM_RETRY),
         "check_groundedness": (check_groundedness, LLM_RETRY),
         "re_ground": (re_ground, LLM_RETRY),
@@ -155,7 +176,9 @@ def build_graph(
     builder.add_edge("refine_question", "extract_keywords")
     builder.add_edge("extract_keywords", "retrieve")
     builder.add_edge("retrieve", "rerank")
-    builder.add_edge("rerank", "answer")
+    builder.add_edge("rerank", "triage")
+    builder.add_conditional_edges("triage", route_after_triage)
+    builder.add_edge("clarify", "finalize")
     builder.add_edge("answer", "check_groundedness")
     builder.add_conditional_edges("check_groundedness", route_after_check)
     builder.add_edge("re_ground", "retrieve")

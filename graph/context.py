@@ -278,7 +278,76 @@ class Context(EnvSettings):
     )
     rerank_url: str = Field(default="", description="URL of a /rerank endpoint (Cohere/TEI/Jina style).")
 
+    # --- ask, abstain or answer ------------------------------------------------------------
+    support_threshold: float = Field(
+        default=0.45,
+        ge=0.0,
+        le=3.0,
+        description=(
+            "Abstain when the best passage sentence matches the question less than this (its evidence score: word "
+            "overlap + MiniLM cosine); after at most `abstain_reground_attempts` re-retrievals the turn says the "
+            "documents do not cover it. 0 = never abstain early. Calibrated on MTRAG-UN dev (evals/README.md)."
+        ),
+    )
+    abstain_reground_attempts: int = Field(
+        default=1,
+        ge=0,
+        description="Re-retrievals tried before abstaining on a question nothing covers (each with another query).",
+    )
+    use_clarify: bool = Field(
+        default=True,
+        description=(
+            "Ask which one the user means when the question refers to something the dialogue never named and "
+            "retrieval finds several documents that fit it about equally (the readings are named in the question)."
+        ),
+    )
+    clarify_min_readings: int = Field(
+        default=4,
+        ge=2,
+        description="Documents (distinct titles) that must fit an ambiguous reference before the turn asks back.",
+    )
+    reading_ratio: float = Field(
+        default=0.7,
+        gt=0.0,
+        le=1.0,
+        description="A document counts as a reading when its retrieval score is at least this share of the best one.",
+    )
+    partial_coverage: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "When the passages hold less than this share of the question's content words, the answer says which "
+            "ones the documents do not mention (a partial answer); 0 = never."
+        ),
+    )
+
     # --- answer --------------------------------------------------------------------------
+    answer_style: Literal["extract", "write"] = Field(
+        default="extract",
+        description=(
+            "'extract': the reply is the passage sentences that match the question best, in the documents' own "
+            "words (no LLM call; what the embedded 0.5B model scores best with, evals/README.md); 'write': the "
+            "chat model writes the reply from the passages and those sentences (a capable model)."
+        ),
+    )
+    extract_sentences: int = Field(
+        default=1,
+        ge=1,
+        description=(
+            "Sentences an extracted reply may hold: 1 for chat replies (doc2dial's agents answer in one sentence); "
+            "more for paragraph answers (MTRAG-UN's references run to ~75 words: 3)."
+        ),
+    )
+    evidence_sentence_ratio: float = Field(
+        default=0.8,
+        gt=0.0,
+        le=1.0,
+        description=(
+            "An extracted reply adds the next-best sentence (up to extract_sentences) while its evidence score is "
+            "at least this share of the best one's."
+        ),
+    )
     use_self_check: bool = Field(
         default=False,
         description=(
@@ -300,8 +369,11 @@ class Context(EnvSettings):
     )
     n_samples: int = Field(default=1, ge=1, description="Initial answer samples N (ProMiSe best-of-N).")
     escalation: str = Field(
-        default="please open a ticket with the HR team",
-        description="What to tell the user when the documents do not contain the answer.",
+        default="please ask the people who maintain these documents",
+        description=(
+            "What to tell the user when the documents do not contain the answer (a deployment names its own "
+            "channel, e.g. 'please open a ticket with the HR team')."
+        ),
     )
 
     # --- groundedness and loops --------------------------------------------------------

@@ -48,6 +48,25 @@ class PassageJudgement(TypedDict):
     reason: str
 
 
+class EvidenceItem(TypedDict):
+    """A passage sentence ranked against the question (tools/evidence.py), kept in state for the turn's nodes."""
+
+    text: str
+    passage: int  # 1-based number of the passage it comes from
+    score: float
+    lexical: float
+    dense: float
+    dense_dialogue: float
+
+
+class ClarifyOption(TypedDict):
+    """One reading of an ambiguous question: a document retrieval found, named so the user can pick it."""
+
+    label: str
+    doc_id: str
+    chunk_id: str
+
+
 class Draft(TypedDict):
     """An answer candidate with its proxy scores (ProMiSe) and groundedness (ReGround)."""
 
@@ -56,7 +75,7 @@ class Draft(TypedDict):
     groundedness: float
     groundedness_parts: dict[str, float]
     unsupported_claims: list[str]
-    kind: str  # "answer" | "not_found" | "clarify"
+    kind: str  # "answer" | "partial" (answers part, says what is missing) | "not_found" | "clarify"
     relevance: float  # does it answer the question: token F1 against the closest passage sentences (tools/evidence.py)
     relevance_parts: dict[str, float]
 
@@ -78,6 +97,12 @@ class TurnResult(TypedDict):
     seconds: float
     review: dict[str, Any] | None
     notices: list[str]  # what the user should know about how the turn treated the input (e.g. a cut question)
+    # What kind of reply this is: "answer", "partial" (answers what the documents cover and says what they do
+    # not), "clarify" (asks which of `options` the user means) or "abstain" (the documents do not cover it).
+    kind: str
+    options: list[ClarifyOption]  # the readings a clarifying question offers, with the documents behind them
+    missing: list[str]  # for a partial answer: the question's words no passage covers
+    signals: dict[str, float]  # the measured signals the turn decided on (support, coverage, readings, ...)
 
 
 class InputState(TypedDict):
@@ -94,10 +119,15 @@ class State(InputState, total=False):
     history: list[dict[str, str]]
     standalone_question: str
     retrieval_query: str
-    query_mode: str  # "refined" | "history" (no usable rewrite) | "forced_history" | "rewritten"
+    query_mode: str  # "refined" | "history" (no usable rewrite) | "forced_history" | "rewritten" | "clarified"
     keywords: list[str]
     candidates: list[Passage]
     passages: list[Passage]
+    evidence: list[EvidenceItem]  # the passages' sentences ranked against the question (set by triage)
+    signals: dict[str, float]  # support, coverage and readings measured on the passages (set by triage)
+    decision: str  # "answer" | "clarify" | "abstain": triage's verdict on the retrieved passages
+    options: list[ClarifyOption]  # the readings a clarifying question offers
+    missing: list[str]  # the question's content words no passage covers
     judgements: list[PassageJudgement]
     draft: Draft | None
     draft_checked: bool  # False while the current draft has not been through check_groundedness
@@ -122,6 +152,11 @@ PER_TURN_DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "keywords": [],
         "candidates": [],
         "passages": [],
+        "evidence": [],
+        "signals": {},
+        "decision": "answer",
+        "options": [],
+        "missing": [],
         "judgements": [],
         "draft": None,
         "draft_checked": False,

@@ -1,10 +1,15 @@
 """ConvRAG's self-check generator with the HR chatbot's answer rules and ProMiSe's best-of-N start.
 
-The self-check decides which passages help before the answer is written. By default it is LLM-free: the
-passages holding the sentences closest to the question (tools/evidence.py) are the helpful ones, those
-sentences are shown to the answer call, and the answer is one plain-text call (no grammar-constrained
-decoding: on the 0.5B default that cost ~35 ms per generated token). `use_self_check=True` asks the model
-instead, as a field of one JSON-schema reply (ConvRAG's verdicts from the generator itself).
+The self-check decides which passages help before the answer is written: the passages holding the sentences
+closest to the question (ranked once per retrieval by triage, tools/evidence.py) are the helpful ones.
+
+Two answer styles (`answer_style`): **extract** replies with those sentences in the documents' own words (no LLM
+call; on doc2dial and MTRAG-UN dev the embedded 0.5B model's written replies score no better than the best
+sentence, evals/README.md), adding the next-best sentence while it scores close to the best; **write** has the chat
+model write the reply from the passages, shown the best sentences, in one plain-text call (no grammar-constrained
+decoding: on the 0.5B default that cost ~35 ms per generated token), best-of-N. `use_self_check=True` asks the
+model which passages help instead, as a field of one JSON-schema reply. When the passages hold too little of the
+question (`partial_coverage`), the reply says which of its words the documents do not mention.
 """
 
 from __future__ import annotations
@@ -15,10 +20,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 from reground.graph.state import Draft, PassageJudgement, State
-from reground.nodes.common import NodeEnv, grounded_messages
+from reground.nodes.common import NodeEnv, evidence_of, grounded_messages, question_of
 from reground.prompts import answer as answer_prompts
 from reground.tools.chat import LLMReplyError, call_text
-from reground.tools.evidence import Evidence, previous_reply, relevance_parts, strip_citations, turn_evidence
+from reground.tools.evidence import Evidence, extractive_answer, previous_reply, relevance_parts, strip_citations
 from reground.tools.scoring import majority_best, principle_scores
 from reground.tools.structured import call_json
 from reground.tools.types import Passage
@@ -32,23 +37,6 @@ class AnswerReply(BaseModel):
 
     helpful: list[int] = Field(description="numbers of the passages that help answer the last message")
     answer: str = Field(description="the reply to the user's last message")
-
-
-def question_of(state: State) -> str:
-    """What the answer must answer: the standalone question when there is one, else the message as asked."""
-    return state.get("standalone_question") or state["question"]
-
-
-def evidence_for(state: State, passages: Sequence[Passage], env: NodeEnv) -> list[Evidence]:
-    question = question_of(state)
-    return turn_evidence(
-        question,
-        state.get("history", []),
-        passages,
-        env.services.retriever(env.context).embed,
-        rewritten=question != state["question"],
-        dense_weight=env.context.evidence_dense_weight,
-    )
 
 
 def cap_sentences(text: str, max_sentences: int) -> str:
@@ -141,13 +129,38 @@ def answer_sample(messages: Sequence[Any], env: NodeEnv, temperature: float) -> 
     return reply.answer, list(reply.helpful)
 
 
+def with_gap(text: str, state: State, env: NodeEnv) -> tuple[str, str]:
+    """(reply, kind): a reply to a question the passages only partly cover says what they do not mention."""
+    covered = state.get("signals", {}).get("coverage", 1.0)
+    missing = state.get("missing", [])
+    if env.context.partial_coverage <= 0 or covered >= env.context.partial_coverage or not missing:
+        return text, "answer"
+    gap = answer_prompts.PARTIAL.format(missing=", ".join(f"'{w}'" for w in missing[:3]))
+    return f"{text} {gap}", "partial"
+
+
+def extracted(state: State, env: NodeEnv, passages: Sequence[Passage], evidence: Sequence[Evidence]) -> dict[str, Any]:
+    """The extract style: the best evidence sentences as the reply, their passages as the helpful ones."""
+    context = env.context
+    text, helpful = extractive_answer(evidence, context.extract_sentences, context.evidence_sentence_ratio)
+    if not text:
+        env.stats.notes.append("no passage sentence to answer with")
+        return {"judgements": [], "draft": not_found_draft(passages, state, context.escalation), "draft_checked": False}
+    reply, kind = with_gap(text, state, env)
+    env.stats.notes.append(f"answered with {len(helpful)} passage(s)' own sentences")
+    draft = make_draft(reply, passages, state, evidence, kind=kind)
+    return {"judgements": judgements_from(passages, helpful, "holds the answer's sentence"), "draft": draft}
+
+
 def answer(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
     passages = list(state.get("passages", []))
     if not passages:
         return {"judgements": [], "draft": not_found_draft(passages, state, context.escalation), "draft_checked": False}
+    evidence = evidence_of(state)
+    if context.answer_style == "extract":
+        return {**extracted(state, env, passages, evidence), "draft_checked": False}
     env.progress("answer", "writing the answer")
-    evidence = evidence_for(state, passages, env)
     messages = grounded_messages(
         passages, state.get("history", []), state["question"], answer_task(state, env, evidence)
     )
@@ -166,8 +179,11 @@ def answer(state: State, env: NodeEnv) -> dict[str, Any]:
         if len(strip_citations(text).split()) < 2:
             env.stats.notes.append(f"answer sample {sample + 1} was empty")
             continue
-        kind = "not_found" if is_not_found(text, context.escalation) else "answer"
-        drafts.append(make_draft(text, passages, state, evidence, kind=kind))
+        if is_not_found(text, context.escalation):
+            drafts.append(make_draft(text, passages, state, evidence, kind="not_found"))
+        else:
+            text, kind = with_gap(text, state, env)
+            drafts.append(make_draft(text, passages, state, evidence, kind=kind))
         if helpful is None:
             helpful = evidence_helpful(evidence, context.answer_evidence)
         verdicts.append([n for n in helpful if 1 <= n <= len(passages)])

@@ -12,18 +12,25 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from reground.graph.context import Context
+from reground.graph.state import State
 from reground.prompts import answer as answer_prompts
 from reground.prompts.formatting import format_conversation, format_history, format_passages
+from reground.tools.answerability import depends_on_dialogue
 from reground.tools.chat import CallStats
+from reground.tools.evidence import Evidence, turn_evidence
+from reground.tools.retrieval import history_query
 from reground.tools.services import Services
 from reground.tools.types import Passage
 
 __all__ = [
     "NodeEnv",
+    "evidence_for",
+    "evidence_of",
     "format_conversation",
     "format_history",
     "format_passages",
     "grounded_messages",
+    "question_of",
     "shared_prefix",
 ]
 
@@ -59,3 +66,31 @@ def grounded_messages(
 ) -> list[BaseMessage]:
     """Shared prefix first, the call's own task last: what lets the server reuse the prefix."""
     return [shared_prefix(passages, history, question), HumanMessage(task)]
+
+
+def question_of(state: State) -> str:
+    """What the answer must answer: the standalone question when there is one, else the message as asked."""
+    return state.get("standalone_question") or state["question"]
+
+
+def evidence_for(state: State, passages: Sequence[Passage], env: NodeEnv) -> list[Evidence]:
+    """The passages' sentences ranked against the turn's question (computed once per retrieval, by triage)."""
+    question = question_of(state)
+    history = state.get("history", [])
+    return turn_evidence(
+        question,
+        history,
+        passages,
+        env.services.retriever(env.context).embed,
+        rewritten=question != state["question"],
+        dense_weight=env.context.evidence_dense_weight,
+        # A follow-up that depends on the dialogue is also read with it (the support signal's second view).
+        dialogue_query=history_query(state["question"], history, env.context.history_token_budget)
+        if depends_on_dialogue(state["question"], bool(history))
+        else "",
+    )
+
+
+def evidence_of(state: State) -> list[Evidence]:
+    """The ranked evidence triage kept in state."""
+    return [Evidence(**item) for item in state.get("evidence", [])]

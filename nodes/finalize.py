@@ -23,8 +23,20 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 def outcome(draft: Draft | None, state: State, context: Context) -> tuple[str, bool, str | None]:
     """(answer text, passed, fallback reason): the one rule for what a turn may say."""
-    if draft is None:
+    if not state.get("question"):
         return answer_prompts.EMPTY_QUESTION.format(collection=context.collection), False, "empty question"
+    not_found = answer_prompts.NOT_FOUND.format(escalation=context.escalation)
+    if state.get("decision") == "abstain":
+        support = state.get("signals", {}).get("support", 0.0)
+        reason = (
+            f"no passage supports the question: support {support:.2f} < threshold {context.support_threshold:.2f} "
+            f"after {state.get('reground_attempts', 0)} re-grounding attempt(s)"
+        )
+        return not_found, False, reason
+    if draft is None:
+        return not_found, False, "no answer was drafted"
+    if draft["kind"] == "clarify":
+        return draft["text"], True, None
     if draft["kind"] == "not_found":
         return draft["text"], False, "the documents in scope do not contain the answer"
     threshold = context.resolved_groundedness_threshold()
@@ -37,12 +49,19 @@ def outcome(draft: Draft | None, state: State, context: Context) -> tuple[str, b
             f"answer does not address the question: relevance {draft.get('relevance', 0.0):.2f} < threshold "
             f"{context.relevance_threshold:.2f} after {state.get('refine_iterations', 0)} refinement(s)"
         )
-        return answer_prompts.NOT_FOUND.format(escalation=context.escalation), False, reason
+        return not_found, False, reason
     reason = (
         f"answer not grounded: score {draft['groundedness']:.2f} < threshold "
         f"{threshold:.2f} after {attempts} re-grounding attempt(s)"
     )
-    return answer_prompts.NOT_FOUND.format(escalation=context.escalation), False, reason
+    return not_found, False, reason
+
+
+def reply_kind(draft: Draft | None, passed: bool) -> str:
+    """What the user got: an answer, a partial answer, a clarifying question, or an abstention."""
+    if not passed or draft is None:
+        return "abstain"
+    return draft["kind"] if draft["kind"] in ("partial", "clarify") else "answer"
 
 
 def best_quote(passage: Passage, answer: str) -> str:
@@ -103,7 +122,8 @@ def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
             passed, reason = False, "rejected by the reviewer"
     passages = list(state.get("passages", []))
     helpful = [j["number"] for j in state.get("judgements", []) if j["helpful"]]
-    grounded_answer = passed or (review or {}).get("action") == "approve"
+    kind = reply_kind(draft, passed)
+    grounded_answer = (passed or (review or {}).get("action") == "approve") and kind != "clarify"
     citations = citations_for(text, passages, helpful) if grounded_answer and passages else []
     cited = {c["chunk_id"] for c in citations}
     foreign = unsupported_contacts(text, [p["text"] for p in passages if p["chunk_id"] in cited], [])
@@ -111,6 +131,7 @@ def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
         # A link, address or number must come from a cited passage's content, never from elsewhere.
         text, passed, citations = answer_prompts.NOT_FOUND.format(escalation=context.escalation), False, []
         reason = f"the answer gives a contact no cited passage holds: {', '.join(foreign)}"
+        kind = "abstain"
     trace = [*state.get("trace", [])]
     result = TurnResult(
         answer=text,
@@ -129,6 +150,10 @@ def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
         seconds=round(time.time() - state.get("turn_started", time.time()), 3),
         review=review,
         notices=list(state.get("notices", [])),
+        kind=kind,
+        options=list(state.get("options", [])) if kind == "clarify" else [],
+        missing=list(state.get("missing", [])) if kind == "partial" else [],
+        signals=dict(state.get("signals", {})),
     )
     env.progress("finalize", "done", passed=passed)
     return {"result": result, "messages": [AIMessage(content=text, name="reground")], "review": None}

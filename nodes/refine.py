@@ -12,8 +12,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 from reground.graph.context import Context
 from reground.graph.state import Draft, State
-from reground.nodes.answer import JSON_OVERHEAD_TOKENS, cap_sentences, evidence_for, make_draft, question_of
-from reground.nodes.common import NodeEnv, grounded_messages
+from reground.nodes.answer import JSON_OVERHEAD_TOKENS, cap_sentences, make_draft
+from reground.nodes.common import NodeEnv, evidence_of, grounded_messages, question_of
 from reground.tools.chat import LLMReplyError
 from reground.tools.evidence import extractive_answer
 from reground.tools.scoring import majority_best, weighted_improvement
@@ -49,11 +49,11 @@ def refine(state: State, env: NodeEnv) -> dict[str, Any]:
     failing = failing_principles(current, thresholds_of(context)) or list(PRINCIPLES)
     env.progress("refine", "refining the answer", principles=failing)
     candidates: list[Draft] = []
-    evidence = evidence_for(state, passages, env)
+    evidence = evidence_of(state)
     # One candidate per failing principle; sequential so the local server's prefix cache serves them.
     for principle in failing:
         if principle == "relevance" and context.relevance_refinement == "extractive":
-            text, _ = extractive_answer(evidence, max_sentences=1)
+            text, _ = extractive_answer(evidence, context.extract_sentences, context.evidence_sentence_ratio)
             if text:
                 candidates.append(make_draft(text, passages, state, evidence))
             continue

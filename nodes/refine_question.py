@@ -8,7 +8,6 @@ would cost a turn's latency for nothing (evals/README.md, "Calls only where they
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -16,19 +15,12 @@ from pydantic import BaseModel, Field, field_validator
 from reground.graph.state import State
 from reground.nodes.common import NodeEnv, format_history
 from reground.prompts import refine_question as prompts
+from reground.tools.answerability import depends_on_dialogue
 from reground.tools.chat import LLMReplyError
 from reground.tools.retrieval import RetrievalQuery, history_query
 from reground.tools.scoring import squad_tokens
 from reground.tools.structured import call_json
 
-# Words that only make sense with the conversation: their presence (or a very short question)
-# is what makes a question a follow-up worth an LLM call.
-_ANAPHORA = re.compile(
-    r"\b(it|its|it's|that|this|these|those|they|them|their|there|he|she|him|her|his|one|ones|"
-    r"same|such|above|mentioned|former|latter|also|too|else|instead|then|so)\b",
-    re.IGNORECASE,
-)
-_MIN_STANDALONE_WORDS = 6
 # A rewrite may only use words of the conversation: one that is mostly new words is a copied few-shot
 # example or an invention (a 0.5B model does both), not this user's question.
 MIN_GROUNDED_WORD_SHARE = 0.6
@@ -44,14 +36,6 @@ def rewrite_is_from_the_conversation(rewrite: str, question: str, history: list[
     seen = set(squad_tokens(" ".join([question, *(turn["text"] for turn in history)])))
     words = [w for w in squad_tokens(rewrite) if w not in _STOP]
     return not words or sum(w in seen for w in words) / len(words) >= MIN_GROUNDED_WORD_SHARE
-
-
-def needs_rewrite(question: str, has_history: bool) -> bool:
-    """A first turn, or a long question without pronouns, is already standalone."""
-    if not has_history:
-        return False
-    words = question.split()
-    return len(words) < _MIN_STANDALONE_WORDS or bool(_ANAPHORA.search(question))
 
 
 class Rewrite(BaseModel):
@@ -83,9 +67,20 @@ def ranking_margin(question: str, history: list[dict[str, str]], env: NodeEnv) -
     return max(0.0, (ranked[0][1] - second) / ranked[0][1])
 
 
+def answers_a_clarifying_question(state: State) -> bool:
+    """The last turn asked the user which reading they meant (its result is still the thread's last one)."""
+    return (state.get("result") or {}).get("kind") == "clarify" and bool(state.get("history"))
+
+
 def refine_question(state: State, env: NodeEnv) -> dict[str, Any]:
     question, history = state["question"], state.get("history", [])
-    if not env.context.use_question_refiner or not needs_rewrite(question, bool(history)):
+    if answers_a_clarifying_question(state):
+        # The user picked a reading: their reply completes the question they asked before ("the one for France").
+        asked = next((turn["text"] for turn in reversed(history) if turn["role"] == "user"), "")
+        resolved = f"{asked} {question}".strip()
+        env.stats.notes.append(f"answers the clarifying question: {resolved!r}")
+        return {"standalone_question": resolved, "retrieval_query": resolved, "query_mode": "clarified"}
+    if not env.context.use_question_refiner or not depends_on_dialogue(question, bool(history)):
         return {"standalone_question": question, "retrieval_query": question, "query_mode": "refined"}
     if env.context.rewrite_below_margin < 1.0:
         margin = ranking_margin(question, history, env)

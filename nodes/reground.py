@@ -19,8 +19,9 @@ def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
     question, history = state["question"], state.get("history", [])
     forced = history_query(question, history, context.history_token_budget)
-    if attempt == 1:
-        # +Force: the question plus the recent dialogue is the query that retrieved best in ReGround.
+    if attempt == 1 and forced != state.get("retrieval_query"):
+        # +Force: the question plus the recent dialogue is the query that retrieved best in ReGround (when the turn
+        # already searched with it, the same query would bring back the same passages: rewrite instead).
         query, mode = forced, "forced_history"
     else:
         env.progress("re_ground", "rewriting the search query with the feedback")

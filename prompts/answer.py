@@ -50,6 +50,9 @@ EVIDENCE = """The passage sentences closest to this question (use them if they a
 {sentences}
 """
 
+# What a partial answer adds: the question's words no passage mentions (the reply answers the rest).
+PARTIAL = "The documents do not mention {missing}."
+
 NOT_FOUND = "I could not find this in the documents available to you, so I won't guess: {escalation}."
 
 EMPTY_QUESTION = "Please type a question. I answer questions about the documents in '{collection}'."

@@ -11,6 +11,8 @@ from pathlib import Path
 
 DEMO_COLLECTION = "demo-hr"
 DEMO_SCOPE = {"country": "DE", "employment_type": "full-time"}
+# Where the demo sends a question its documents do not answer (the context's default names no team).
+DEMO_ESCALATION = "please open a ticket with the HR team"
 DEMO_TURNS = (
     "How many days of annual leave do I get per year?",
     "Can I carry unused days over to next year?",

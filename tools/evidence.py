@@ -209,7 +209,16 @@ def relevance_parts(answer: str, evidence: Sequence[Evidence], previous_reply: s
     }
 
 
-def extractive_answer(evidence: Sequence[Evidence], max_sentences: int = 1) -> tuple[str, list[int]]:
-    """The best evidence sentences in the documents' own words, with the passages they come from."""
-    picked = list(evidence[:max_sentences])
+def extractive_answer(
+    evidence: Sequence[Evidence], max_sentences: int = 1, ratio: float = 1.0
+) -> tuple[str, list[int]]:
+    """The best evidence sentences in the documents' own words, with the passages they come from: the best one,
+    then each next one while it scores at least `ratio` of the best (up to `max_sentences`)."""
+    if not evidence:
+        return "", []
+    picked = [evidence[0]]
+    for item in evidence[1:max_sentences]:
+        if item.score < ratio * evidence[0].score:
+            break
+        picked.append(item)
     return " ".join(e.text for e in picked), sorted({e.passage for e in picked})

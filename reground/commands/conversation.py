@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from reground.demo import DEMO_COLLECTION, DEMO_SCOPE, DEMO_TURNS, demo_corpus_path
+from reground.demo import DEMO_COLLECTION, DEMO_ESCALATION, DEMO_SCOPE, DEMO_TURNS, demo_corpus_path
 
 
 def _context(args: argparse.Namespace, **overrides: Any) -> Any:
@@ -169,7 +169,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from reground.tools.ingest import ingest
     from reground.tools.store import PassageStore
 
-    context = _context(args, collection=DEMO_COLLECTION, metadata_filter=DEMO_SCOPE)
+    context = _context(args, collection=DEMO_COLLECTION, metadata_filter=DEMO_SCOPE, escalation=DEMO_ESCALATION)
     started_server = False
     if context.chat_model.startswith("local:") and local_server.status() is None:
         print(f"starting the local LLM server ({args.llm}) ...", file=sys.stderr)

@@ -1,4 +1,5 @@
-"""The one-call structured answer, the relevance signal, and the relevance refinement that costs no call."""
+"""The written answer (`answer_style="write"`): one call, the relevance signal, and the relevance refinement that
+costs no call. The default extract style and the ask/abstain decisions are tested in test_triage.py."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def ask(model: ScriptedChatModel, store: Any, context: Context, *questions: str)
 
 @pytest.fixture
 def context(hr_store_dir: str) -> Context:
-    return Context(collection="test-hr", data_dir=hr_store_dir)
+    return Context(collection="test-hr", data_dir=hr_store_dir, answer_style="write")
 
 
 def test_cap_sentences_keeps_the_first_sentences() -> None:
@@ -78,7 +79,7 @@ def test_the_prompt_shows_the_closest_passage_sentences(hr_store: Any, context: 
 
 def test_the_judge_runs_when_the_cheap_score_is_near_the_threshold(hr_store: Any, hr_store_dir: str) -> None:
     model = ScriptedChatModel(script={"answer": [first_passage_reply]})
-    context = Context(collection="test-hr", data_dir=hr_store_dir, llm_judge_band=1.0)
+    context = Context(collection="test-hr", data_dir=hr_store_dir, llm_judge_band=1.0, answer_style="write")
     ask(model, hr_store, context, QUESTION)
     assert model.calls_for("groundedness") >= 1
 
@@ -104,7 +105,7 @@ def test_a_grounded_answer_to_another_question_never_passes_as_it_is(hr_store: A
 
 def test_without_refinement_the_irrelevant_answer_falls_back(hr_store: Any, hr_store_dir: str) -> None:
     model = ScriptedChatModel(script={"answer": [carry_over_reply]})
-    context = Context(collection="test-hr", data_dir=hr_store_dir, use_principle_refinement=False)
+    context = Context(collection="test-hr", data_dir=hr_store_dir, use_principle_refinement=False, answer_style="write")
     result = ask(model, hr_store, context, "How many days of annual leave do I get per year?")
     assert not result["passed"]
     assert "does not address the question" in (result["fallback_reason"] or "")

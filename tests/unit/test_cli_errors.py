@@ -30,7 +30,10 @@ def _closed_port() -> int:
 
 
 @pytest.fixture
-def llm() -> Iterator[FakeOpenAI]:
+def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    # The model dies mid-answer: these turns write their answer with it (the default extract style makes no
+    # answer call; test_triage.py covers it).
+    monkeypatch.setenv("REGROUND_ANSWER_STYLE", "write")
     server = FakeOpenAI().start()
     yield server
     server.stop()

@@ -50,7 +50,7 @@ def test_missing_collection_is_a_clear_error_naming_it(hr_store_dir: str) -> Non
 
 def test_huge_question_is_cut_to_the_budget_and_the_result_says_so(hr_store: Any, hr_store_dir: str) -> None:
     model = ScriptedChatModel()
-    context = Context(collection="test-hr", data_dir=hr_store_dir, question_token_budget=50)
+    context = Context(collection="test-hr", data_dir=hr_store_dir, question_token_budget=50, answer_style="write")
     graph = build_graph(chat_model=model, store=hr_store)
     out = graph.invoke(
         {"messages": [{"role": "user", "content": "annual leave " * 5000}]}, config=run_config(context), context=context
@@ -72,7 +72,7 @@ def test_huge_question_is_cut_to_the_budget_and_the_result_says_so(hr_store: Any
 
 def test_a_model_that_raises_junk_errors_is_not_swallowed(hr_store: Any, hr_store_dir: str) -> None:
     model = ScriptedChatModel(script={"answer": [RuntimeError("backend exploded")]})
-    context = Context(collection="test-hr", data_dir=hr_store_dir)
+    context = Context(collection="test-hr", data_dir=hr_store_dir, answer_style="write")
     with pytest.raises(RuntimeError, match="backend exploded"):
         _ask(build_graph(chat_model=model, store=hr_store), context, "How much annual leave do I get?")
 
@@ -201,7 +201,7 @@ def _openai_model(server: FakeOpenAI) -> Any:
 def test_a_turn_whose_model_dies_mid_answer_leaves_no_user_message_behind(hr_store: Any, hr_store_dir: str) -> None:
     """Embedders see the same thread rule as the CLI: the next question replaces the failed one."""
     server = FakeOpenAI().start()
-    context = Context(collection="test-hr", data_dir=hr_store_dir)
+    context = Context(collection="test-hr", data_dir=hr_store_dir, answer_style="write")
     graph = build_graph(chat_model=_openai_model(server), store=hr_store, checkpointer=InMemorySaver())
     config = run_config(context, configurable={"thread_id": "t1"})
 
@@ -227,7 +227,7 @@ def test_a_turn_whose_model_dies_mid_answer_leaves_no_user_message_behind(hr_sto
 
 def test_a_failed_turn_stays_resumable_until_the_next_question(hr_store: Any, hr_store_dir: str) -> None:
     server = FakeOpenAI(mode="die").start()
-    context = Context(collection="test-hr", data_dir=hr_store_dir)
+    context = Context(collection="test-hr", data_dir=hr_store_dir, answer_style="write")
     graph = build_graph(chat_model=_openai_model(server), store=hr_store, checkpointer=InMemorySaver())
     config = run_config(context, configurable={"thread_id": "t2"})
     try:

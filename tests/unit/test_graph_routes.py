@@ -42,6 +42,9 @@ def context(hr_store_dir: str) -> Context:
         max_reground_attempts=2,
         max_refine_iterations=1,
         llm_judge_band=1.0,
+        # These routes are the written answer's loops, with no early abstention; test_triage.py tests the defaults.
+        answer_style="write",
+        support_threshold=0.0,
     )
 
 
@@ -100,11 +103,29 @@ def test_reground_loop_is_taken_and_capped_then_honest_fallback(hr_store: Any, c
     result = run(make_graph(model, hr_store), context, "How many days of annual leave do full-time employees get?")
     assert result["reground_attempts"] == context.max_reground_attempts == 2
     assert model.calls_for("answer") == 3, "one answer per retrieval: first + 2 re-grounds"
-    assert model.calls_for("reground") == 1, "the first retry is forced (no LLM), the second rewrites the query"
+    assert model.calls_for("reground") == 2, "a first turn has no dialogue to force into the query: both rewrite"
     assert not result["passed"]
     assert "Bananas" not in result["answer"], "never the ungrounded draft"
     assert "not grounded" in (result["fallback_reason"] or "")
     assert result["citations"] == []
+
+
+def test_the_first_retry_of_a_follow_up_forces_the_dialogue_into_the_query(hr_store: Any, context: Context) -> None:
+    """ReGround +Force: the question plus the recent dialogue (no LLM call); the second retry rewrites."""
+    model = ScriptedChatModel(
+        script={"answer": [UNRELATED], "groundedness": ["- Bananas are yellow.\n- Monkeys climb trees."]}
+    )
+    graph = make_graph(model, hr_store)
+    messages = [
+        {"role": "user", "content": "How many days of annual leave do full-time employees in Germany get?"},
+        {"role": "assistant", "content": "Full-time employees in Germany get 30 days of paid annual leave."},
+        {"role": "user", "content": "Can I take all of them in one block during the summer holidays?"},
+    ]
+    ctx = context.with_(use_question_refiner=False)
+    config = run_config(ctx, configurable={"thread_id": "follow-up"})
+    out = graph.invoke({"messages": messages}, config=config, context=ctx)
+    assert out["result"]["reground_attempts"] == 2
+    assert model.calls_for("reground") == 1, "the first retry is forced (no LLM), the second rewrites the query"
 
 
 def test_reground_disabled_goes_straight_to_fallback(hr_store: Any, context: Context) -> None:
@@ -157,7 +178,7 @@ def test_an_unusable_judge_verdict_is_repaired_once_then_cheap_signals_decide(hr
 
 
 def test_no_helpful_passage_means_an_honest_not_found_and_a_reground(hr_store: Any, context: Context) -> None:
-    not_found = "The documents do not cover this; please open a ticket with the HR team."
+    not_found = f"The documents do not cover this; {context.escalation}."
     model = ScriptedChatModel(script={"answer": [not_found]})
     result = run(make_graph(model, hr_store), context, "What is the dress code for the summer party?")
     assert model.calls_for("answer") == 3, "the first answer and one per re-grounding"

@@ -379,6 +379,7 @@ def test_the_model_check_is_off_by_default_and_on_removes_what_the_judge_confirm
             data_dir=str(tmp_path / "data"),
             injection_model_check=check,
             max_reground_attempts=0,
+            answer_style="write",  # an answer prompt that shows the passages
         )
         graph = build_graph(chat_model=model, store=store, checkpointer=InMemorySaver())
         config = run_config(context, configurable={"thread_id": "t"})

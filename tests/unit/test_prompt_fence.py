@@ -53,7 +53,14 @@ def test_the_judges_context_fences_its_passages() -> None:
 
 
 def test_every_graph_call_that_shows_passages_fences_them(hr_store: Any, hr_store_dir: str) -> None:
-    context = Context(collection="test-hr", data_dir=hr_store_dir, rerank_method="llm", llm_judge_band=1.0, n_samples=1)
+    context = Context(
+        collection="test-hr",
+        data_dir=hr_store_dir,
+        rerank_method="llm",
+        llm_judge_band=1.0,
+        n_samples=1,
+        answer_style="write",
+    )
     model = ScriptedChatModel(script={"answer": ["Full-time employees in Germany receive 30 working days [1]."]})
     graph = build_graph(chat_model=model, store=hr_store, checkpointer=InMemorySaver())
     config = run_config(context, configurable={"thread_id": "t"})

@@ -87,7 +87,9 @@ def test_best_of_n_samples_at_temperature_and_keeps_the_best_sample(hr_store: An
     """n_samples > 1: the first sample is greedy, the others are drawn at the sampling temperature, and the best
     one (the grounded reply) is kept even though the greedy one is ungrounded."""
     script: dict[str, list[Any]] = {"answer": [UNGROUNDED, GROUNDED]}
-    context = Context(collection="test-hr", data_dir=hr_store_dir, n_samples=3, use_principle_refinement=False)
+    context = Context(
+        collection="test-hr", data_dir=hr_store_dir, n_samples=3, use_principle_refinement=False, answer_style="write"
+    )
     model = ScriptedChatModel(script=script, seed=1)  # seed 1 draws the ungrounded reply, then the grounded one
     result = _turn(model, hr_store, context)
     answer_calls = [i for i, (task, _) in enumerate(model.calls) if task == "answer"]
@@ -98,7 +100,9 @@ def test_best_of_n_samples_at_temperature_and_keeps_the_best_sample(hr_store: An
     # With one sample the greedy, ungrounded reply fails the check and the turn needs a re-grounding round.
     single_model = ScriptedChatModel(script=script, seed=1)
     single = _turn(single_model, hr_store, context.with_(n_samples=1))
-    assert single["reground_attempts"] == 1 and single_model.temperatures == [context.temperature] * 2
+    # Greedy calls only: the answer, the query rewrite (a first turn has no dialogue to force into the query) and
+    # the second answer.
+    assert single["reground_attempts"] == 1 and single_model.temperatures == [context.temperature] * 3
 
 
 def test_llm_keywords_come_from_the_structured_reply(hr_store: Any, hr_store_dir: str) -> None:
@@ -145,7 +149,7 @@ def test_rewording_the_answer_prompt_changes_nothing_but_the_prompt(
     reworded = _reword(original)
     monkeypatch.setattr(answer_prompts, name, reworded)
     fields = {"answer_prompt": reworded} if name == "TASK" else {}
-    context = Context(collection="test-hr", data_dir=hr_store_dir, **fields)
+    context = Context(collection="test-hr", data_dir=hr_store_dir, answer_style="write", **fields)
     if name != "TASK":
         context = context.with_(use_self_check=True)
     model = ScriptedChatModel(script={"answer": [GROUNDED]})

@@ -77,7 +77,9 @@ def test_api_key_is_used_but_never_shown_or_stored(
     caplog.set_level(logging.DEBUG)
     checkpointer = InMemorySaver()
     graph = build_graph(store=hr_store, checkpointer=checkpointer)
-    context = Context(collection="test-hr", chat_model="openai:gpt-4o-mini", max_reground_attempts=1)
+    context = Context(
+        collection="test-hr", chat_model="openai:gpt-4o-mini", max_reground_attempts=1, answer_style="write"
+    )
     recorder = Recorder()
     config = run_config(context, configurable={"thread_id": "secret"}, callbacks=[recorder])
     chunks = [

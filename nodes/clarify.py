@@ -1,0 +1,32 @@
+"""Ask back: the question admits several readings that the documents answer differently (triage found them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reground.graph.state import Draft, State
+from reground.nodes.common import NodeEnv
+from reground.prompts import clarify as prompts
+
+
+def join_options(labels: list[str]) -> str:
+    """'A', 'A or B', 'A, B or C'."""
+    quoted = [f'"{label}"' for label in labels]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def clarify(state: State, env: NodeEnv) -> dict[str, Any]:
+    options = list(state.get("options", []))
+    text = prompts.CLARIFY.format(options=join_options([o["label"] for o in options]))
+    env.progress("clarify", "asking which one you mean", options=[o["label"] for o in options])
+    draft = Draft(
+        text=text,
+        principle_scores={},
+        groundedness=1.0,  # it names documents retrieval found and asserts nothing else
+        groundedness_parts={},
+        unsupported_claims=[],
+        kind="clarify",
+        relevance=0.0,
+        relevance_parts={},
+    )
+    return {"draft": draft, "draft_checked": True, "judgements": []}

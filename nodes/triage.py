@@ -1,0 +1,56 @@
+"""Ask, abstain or answer: decide from measured signals what the retrieved passages allow, before any answer call.
+
+MTRAG-UN's three behaviours. The passages' sentences are ranked against the question once (tools/evidence.py) and
+kept in state for the answer; from them and the candidates come three LLM-free signals (tools/answerability.py):
+**support** (how well the best sentence matches the question), **coverage** (the share of the question's words the
+passages hold) and **readings** (distinct documents that fit a reference the dialogue never introduced). The turn
+asks back when the question is ambiguous, abstains when nothing supports it (after at most
+`abstain_reground_attempts` re-retrievals), and answers otherwise. Thresholds are context fields calibrated on
+MTRAG-UN and doc2dial dev (evals/README.md, "Ask, abstain or answer").
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from reground.graph.state import ClarifyOption, EvidenceItem, State
+from reground.nodes.common import NodeEnv, evidence_for, question_of
+from reground.tools.answerability import coverage, readings, support, unresolved_references
+
+
+def triage(state: State, env: NodeEnv) -> dict[str, Any]:
+    context = env.context
+    passages = list(state.get("passages", []))
+    evidence = evidence_for(state, passages, env) if passages else []
+    supported = support(evidence, context.evidence_dense_weight)
+    covered, missing = coverage(question_of(state), [p["text"] for p in passages])
+    # A reply to the turn's own clarifying question is never asked back again.
+    clarified = state.get("query_mode") == "clarified"
+    references = [] if clarified else unresolved_references(state["question"], state.get("history", []))
+    found = readings(state.get("candidates", []), context.reading_ratio) if references else []
+    signals = {
+        "support": round(supported, 4),
+        "coverage": round(covered, 4),
+        "unresolved_references": float(len(references)),
+        "readings": float(len(found)),
+    }
+    update: dict[str, Any] = {
+        "evidence": [EvidenceItem(**asdict(e)) for e in evidence],
+        "signals": signals,
+        "missing": missing,
+        "options": [],
+    }
+    if context.use_clarify and len(found) >= context.clarify_min_readings:
+        env.stats.notes.append(
+            f"ambiguous: {references[0]!r} fits {len(found)} documents ({', '.join(r.label for r in found)})"
+        )
+        options = [ClarifyOption(label=r.label, doc_id=r.doc_id, chunk_id=r.chunk_id) for r in found]
+        return {**update, "decision": "clarify", "options": options}
+    if supported < context.support_threshold:
+        env.stats.notes.append(
+            f"no passage supports the question (support {supported:.2f} < {context.support_threshold})"
+        )
+        return {**update, "decision": "abstain"}
+    env.stats.notes.append(f"support {supported:.2f}, coverage {covered:.2f}")
+    return {**update, "decision": "answer"}

@@ -1,0 +1,199 @@
+"""Ask, abstain or answer (MTRAG-UN's behaviours), decided from measured signals before any answer call; the default
+extract style answers in the documents' own words with no LLM call."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from reground.graph.builder import build_graph, run_config
+from reground.graph.context import Context
+from reground.prompts import answer as answer_prompts
+from reground.tools.answerability import coverage, readings, unresolved_references
+from reground.tools.fake_chat import ScriptedChatModel
+
+
+def turns(graph: Any, context: Context, *questions: str, thread: str = "t") -> list[dict[str, Any]]:
+    config = run_config(context, configurable={"thread_id": thread})
+    results = []
+    for question in questions:
+        out = graph.invoke({"messages": [{"role": "user", "content": question}]}, config=config, context=context)
+        results.append(out["result"])
+    return results
+
+
+@pytest.fixture
+def context(hr_store_dir: str) -> Context:
+    return Context(collection="test-hr", data_dir=hr_store_dir)
+
+
+def test_the_default_answers_with_the_best_sentence_and_no_llm_call(hr_store: Any, context: Context) -> None:
+    model = ScriptedChatModel()
+    graph = build_graph(chat_model=model, store=hr_store, checkpointer=InMemorySaver())
+    (result,) = turns(graph, context, "How many days of annual leave do full-time employees in Germany get?")
+    assert model.calls == [], "extract style: no answer call, no judge (the reply is the documents' own words)"
+    assert result["kind"] == "answer" and result["passed"]
+    assert result["answer"].startswith("Full-time employees in Germany get 30 days of paid annual leave")
+    assert [c["doc_id"] for c in result["citations"]] == ["annual-leave-de"]
+    assert result["signals"]["support"] >= context.support_threshold
+    assert result["llm_calls"] == 0 and result["groundedness"] >= 0.99
+
+
+def test_a_question_nothing_covers_abstains_at_once_with_the_configured_escalation(
+    hr_store: Any, context: Context
+) -> None:
+    model = ScriptedChatModel()
+    graph = build_graph(chat_model=model, store=hr_store, checkpointer=InMemorySaver())
+    ctx = context.with_(escalation="please open a ticket with the HR team")
+    (result,) = turns(graph, ctx, "Which brand of hard candy tastes best on the moon?")
+    assert result["kind"] == "abstain" and not result["passed"]
+    assert result["answer"] == answer_prompts.NOT_FOUND.format(escalation=ctx.escalation)
+    assert "no passage supports the question" in (result["fallback_reason"] or "")
+    assert result["signals"]["support"] < ctx.support_threshold
+    assert model.calls == [] and result["reground_attempts"] == 0, "a first turn has no other query to try"
+    assert result["citations"] == []
+
+
+def test_the_default_escalation_names_no_team(context: Context) -> None:
+    assert "HR" not in context.escalation and "ticket" not in context.escalation
+
+
+def test_a_follow_up_nothing_covers_retries_once_then_abstains(hr_store: Any, context: Context) -> None:
+    model = ScriptedChatModel(script={"reground": ["hard candy brands on the moon"]})
+    graph = build_graph(chat_model=model, store=hr_store, checkpointer=InMemorySaver())
+    first, second = turns(
+        graph,
+        context,
+        "How many days of annual leave do full-time employees in Germany get?",
+        "Which brand of hard candy tastes best on the moon?",
+    )
+    assert first["kind"] == "answer"
+    assert second["kind"] == "abstain" and second["reground_attempts"] == 1, "one more retrieval, then honesty"
+    assert second["llm_calls"] <= 2
+
+
+def test_no_early_abstention_below_a_zero_threshold(hr_store: Any, context: Context) -> None:
+    graph = build_graph(chat_model=ScriptedChatModel(), store=hr_store, checkpointer=InMemorySaver())
+    (result,) = turns(graph, context.with_(support_threshold=0.0), "Which brand of hard candy tastes best?")
+    assert result["kind"] != "abstain" or "support" not in (result["fallback_reason"] or "")
+
+
+POLICIES = {
+    "DE": ("Germany", 30),
+    "UK": ("the United Kingdom", 25),
+    "FR": ("France", 27),
+    "US": ("the United States", 20),
+}
+
+
+@pytest.fixture(scope="module")
+def leave_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
+    """Four leave policies that all fit "the leave policy": an ambiguous question has four readings."""
+    from reground.tools.ingest import ingest
+    from reground.tools.store import PassageStore
+
+    root = tmp_path_factory.mktemp("leave")
+    corpus = root / "policies.jsonl"
+    rows = [
+        {
+            "doc_id": f"leave-{code.lower()}",
+            "title": f"Annual leave policy ({name})",
+            "text": f"Employees in {name} receive {days} days of paid annual leave per year. Leave requests go "
+            f"through the HR portal in {name}.",
+        }
+        for code, (name, days) in POLICIES.items()
+    ]
+    corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    store = PassageStore.open("leave-policies", data_dir=root / "data", create=True)
+    assert not ingest([corpus], store, progress=False).errors
+    return store, str(root / "data")
+
+
+def test_an_ambiguous_question_asks_which_reading_and_the_next_message_resolves_it(
+    leave_store: tuple[Any, str],
+) -> None:
+    store, data_dir = leave_store
+    context = Context(collection="leave-policies", data_dir=data_dir)
+    model = ScriptedChatModel()
+    graph = build_graph(chat_model=model, store=store, checkpointer=InMemorySaver())
+    asked, answered = turns(
+        graph, context, "How many days of annual leave does the policy give?", "The one for France, please."
+    )
+    assert asked["kind"] == "clarify" and asked["passed"]
+    assert asked["answer"].endswith("Which one do you mean?")
+    labels = {o["label"] for o in asked["options"]}
+    assert labels == {f"Annual leave policy ({name})" for name, _ in POLICIES.values()}
+    assert {o["doc_id"] for o in asked["options"]} == {f"leave-{c.lower()}" for c in POLICIES}
+    assert all(label in asked["answer"] for label in labels), "the question names the readings"
+    assert asked["citations"] == [] and asked["llm_calls"] == 0
+    assert answered["kind"] == "answer", answered
+    assert "27 days" in answered["answer"] and answered["citations"][0]["doc_id"] == "leave-fr"
+
+
+def test_clarify_can_be_turned_off(leave_store: tuple[Any, str]) -> None:
+    store, data_dir = leave_store
+    context = Context(collection="leave-policies", data_dir=data_dir, use_clarify=False)
+    graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
+    (result,) = turns(graph, context, "How many days of annual leave does the policy give?")
+    assert result["kind"] == "answer" and result["options"] == []
+
+
+def test_a_partial_answer_says_what_the_documents_do_not_mention(hr_store: Any, context: Context) -> None:
+    graph = build_graph(chat_model=ScriptedChatModel(), store=hr_store, checkpointer=InMemorySaver())
+    ctx = context.with_(partial_coverage=0.9)
+    (result,) = turns(graph, ctx, "How many days of annual leave do full-time employees in Germany get on Mars?")
+    assert result["kind"] == "partial" and result["passed"]
+    assert "mars" in result["missing"]
+    assert result["answer"].endswith(answer_prompts.PARTIAL.format(missing="'mars'"))
+    assert "30 days" in result["answer"]
+
+
+def test_a_written_not_found_reply_is_an_abstention(hr_store: Any, context: Context) -> None:
+    model = ScriptedChatModel(script={"answer": [f"The documents do not cover this; {context.escalation}."]})
+    graph = build_graph(chat_model=model, store=hr_store, checkpointer=InMemorySaver())
+    ctx = context.with_(answer_style="write", max_reground_attempts=0)
+    (result,) = turns(graph, ctx, "How many days of annual leave do full-time employees in Germany get?")
+    assert result["kind"] == "abstain" and not result["passed"]
+
+
+def test_unresolved_references_are_the_ones_the_dialogue_never_named() -> None:
+    assert unresolved_references("What awards has the actor received?", []) == ["the actor"]
+    assert unresolved_references("How wealthy is this county of California?", []) == ["this county"]
+    history = [{"role": "user", "text": "Tell me about the actor Chris Hemsworth."}]
+    assert unresolved_references("What awards has the actor received?", history) == []
+    assert unresolved_references("How many days do I get?", []) == []
+    assert unresolved_references("How has the role of the Prime Minister evolved?", []) == [
+        "the role",
+        "the Prime Minister",
+    ]
+
+
+def test_readings_are_distinct_documents_close_to_the_best() -> None:
+    candidates = [
+        {"doc_id": "a", "title": "A", "chunk_id": "a1", "doc_score": 1.0},
+        {"doc_id": "a", "title": "A", "chunk_id": "a2", "doc_score": 1.0},
+        {"doc_id": "b", "title": "", "text": "Bee keeping for beginners in spring and summer", "doc_score": 0.9},
+        {"doc_id": "c", "title": "C", "chunk_id": "c1", "doc_score": 0.5},
+    ]
+    found = readings(candidates, ratio=0.8)
+    assert [r.doc_id for r in found] == ["a", "b"]
+    assert found[1].label == "Bee keeping for beginners in spring and summer ..."
+
+
+def test_coverage_lists_the_missing_words_in_question_order() -> None:
+    share, missing = coverage("Do part-time staff on Mars get annual leave?", ["Annual leave for part-time staff."])
+    assert missing == ["mars"] and 0.7 < share < 1.0
+
+
+def test_triage_sits_between_rerank_and_answer_in_the_drawing() -> None:
+    nodes = build_graph(chat_model=ScriptedChatModel()).get_graph().nodes
+    assert {"triage", "clarify"} <= set(nodes)
+
+
+def test_every_result_says_what_kind_of_reply_it_is(tmp_path: Path, hr_store: Any, context: Context) -> None:
+    graph = build_graph(chat_model=ScriptedChatModel(), store=hr_store, checkpointer=InMemorySaver())
+    (empty,) = turns(graph, context, "   ")
+    assert empty["kind"] == "abstain" and empty["fallback_reason"] == "empty question"
