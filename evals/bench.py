@@ -27,6 +27,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -54,49 +55,71 @@ def _timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[float, An
     return time.perf_counter() - started, value
 
 
+def _one_at_a_time_per_s(embedder: Any, texts: Sequence[str]) -> float:
+    from reground.tools.embeddings import embed_passages
+
+    seconds, _ = _timed(lambda: [embed_passages(embedder, [t]) for t in texts])
+    return len(texts) / seconds
+
+
 def bench_ingest(docs: Path, cases: Path | None, work: Path) -> dict[str, Any]:
-    """Fresh-store ingest throughput per corpus, a one-at-a-time embedding baseline, and query latency."""
-    from reground.tools.embeddings import MINILM_SPEC, load_embedder
+    """Fresh-store ingest throughput per corpus and, for doc2dial, its ratio to the embedder's own one-at-a-time
+    passages/s measured in the same run (before and after the ingest, averaged: the machine is shared); query
+    latency."""
+    from reground.tools.chunking import chunk_document
+    from reground.tools.embeddings import DEFAULT_SPEC, embed_passages, load_embedder
     from reground.tools.ingest import ingest
+    from reground.tools.loaders import load_paths
     from reground.tools.store import PassageStore
 
-    embedder = load_embedder(MINILM_SPEC)
+    embedder = load_embedder(DEFAULT_SPEC)
     embedder.embed(["warm up the session"])
-    out: dict[str, Any] = {"corpora": {}}
+    documents, _ = load_paths([docs])
+    texts = [c["text"] for d in documents for c in chunk_document(d, max_tokens=EVAL_CHUNK_TOKENS)][:NAIVE_SAMPLE]
+    out: dict[str, Any] = {"embedding": embedder.name, "corpora": {}}
     for name, path in (("demo_hr", DEMO_CORPUS), ("doc2dial_274", docs)):
+        before = _one_at_a_time_per_s(embedder, texts) if name == "doc2dial_274" else 0.0
         store = PassageStore.open(
             f"bench-{name.replace('_', '-')}", data_dir=work / name, embedder=embedder, create=True
         )
         seconds, summary = _timed(ingest, [path], store, progress=False)
         words = [len(c["text"].split()) for c in store.all_chunks()]
+        rate = summary.chunks_added / seconds
         out["corpora"][name] = {
             "documents": summary.documents,
             "chunks": summary.chunks_added,
             "mean_words_per_chunk": round(statistics.mean(words), 1),
             "seconds": round(seconds, 2),
-            "chunks_per_s": round(summary.chunks_added / seconds, 1),
+            "chunks_per_s": round(rate, 1),
         }
         if name == "doc2dial_274":
-            texts = [c["text"] for c in store.all_chunks()][:NAIVE_SAMPLE]
-            naive_s, _ = _timed(lambda: [embedder.embed([t]) for t in texts])  # noqa: B023 (called at once)
-            batched_s, _ = _timed(embedder.embed, texts)
+            after = _one_at_a_time_per_s(embedder, texts)
+            batched_s, _ = _timed(embed_passages, embedder, texts)
+            own = (before + after) / 2
             out["embedding_only"] = {
                 "passages": len(texts),
                 "mean_words": round(statistics.mean(len(t.split()) for t in texts), 1),
-                "one_at_a_time_per_s": round(len(texts) / naive_s, 1),
+                "one_at_a_time_per_s": round(own, 1),
+                "one_at_a_time_before_after_per_s": [round(before, 1), round(after, 1)],
                 "batched_per_s": round(len(texts) / batched_s, 1),
             }
+            out["corpora"][name]["ratio_to_embedder_one_at_a_time"] = round(rate / own, 3)
     if cases is not None:
         from reground.evals.datasets import load_cases
 
         questions = list(dict.fromkeys(c.question for c in load_cases(cases, limit=300, seed=1)))[:200]
-        timings = [_timed(embedder.embed_query, q)[0] for q in questions]
+        timings = [_timed(embedder.embed, [q])[0] for q in questions]
         out["query_embedding"] = _stats_ms(timings)
     return out
 
 
 def bench_overhead(docs: Path, cases: Path, work: Path, turns: int) -> dict[str, Any]:
-    """A graph turn with a zero-latency scripted model: what reground itself costs per turn."""
+    """A graph turn with a zero-latency scripted model: what reground itself costs per turn.
+
+    Turns alternate between the current stack and the same stack with issue 13's per-turn savings off (passage
+    sentences embedded every turn instead of read from the store, the store's version read from Chroma on every
+    search): `turns` dev follow-ups each, different ones, on the same collection in the same process, so the
+    comparison holds on a shared machine."""
     from reground.evals.answers import graph_messages
     from reground.evals.datasets import load_cases
     from reground.evals.retrieval import collection_name, open_eval_store
@@ -105,26 +128,33 @@ def bench_overhead(docs: Path, cases: Path, work: Path, turns: int) -> dict[str,
     from reground.tools.fake_chat import ScriptedChatModel, first_passage_reply
 
     data_dir = work / "overhead"
-    store = open_eval_store(docs, data_dir=data_dir, max_tokens=EVAL_CHUNK_TOKENS)  # the answer evals' collection
+    store: Any = open_eval_store(docs, data_dir=data_dir, max_tokens=EVAL_CHUNK_TOKENS)  # the answer evals' collection
     model = ScriptedChatModel(script={"answer": [first_passage_reply]})
     graph = build_graph(chat_model=model, store=store)
     context = Context(collection=collection_name(docs, EVAL_CHUNK_TOKENS), data_dir=str(data_dir))
-    sample = load_cases(cases, limit=turns + 1, seed=2, only_followups=True)
-    timings: list[float] = []
+    sample = load_cases(cases, limit=2 * turns + 1, seed=2, only_followups=True)
+    current = store.index.settings
+    timings: dict[str, list[float]] = {"current": [], "savings_off": []}
     calls: list[int] = []
     passed = 0
-    for index, case in enumerate(sample):
+    for index, case in enumerate(sample):  # odd turns current, even turns savings off: no case (cache) is shared
+        mode = "current" if index % 2 else "savings_off"
+        store.index.settings = replace(current, stored_sentence_vectors=mode == "current")
+        store.cache_version = mode == "current"
         model.reset()
         messages = {"messages": graph_messages(case)}
         seconds, out = _timed(graph.invoke, messages, context=context, config=run_config(context))
         if index == 0:
             continue  # the first turn pays for loading the snapshot and the BM25 index
-        timings.append(seconds)
-        calls.append(len(model.calls))
-        passed += int(bool(out["result"]["passed"]))
+        timings[mode].append(seconds)
+        if mode == "current":
+            calls.append(len(model.calls))
+            passed += int(bool(out["result"]["passed"]))
+    store.index.settings, store.cache_version = current, True
     return {
         "collection_chunks": store.count(),
-        "turn": _stats_ms(timings),
+        "turn": _stats_ms(timings["current"]),
+        "turn_savings_off": _stats_ms(timings["savings_off"]),
         "scripted_llm_calls_per_turn": {"min": min(calls), "median": statistics.median(calls), "max": max(calls)},
         "passed": passed,
     }

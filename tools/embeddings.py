@@ -181,9 +181,13 @@ class MiniLMOnnxEmbedder:
             options.intra_op_num_threads = intra_threads
             options.inter_op_num_threads = 1
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            # No busy-waiting between ops: on a shared machine a spinning thread takes a core from everyone else.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             return ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
 
-        self._session = session(threads or min(4, os.cpu_count() or 1))
+        # Batches use all cores but one, which stays free for the ingest pipeline's chunking and store writes
+        # (on 2 cores: one thread, and an ingest runs at the embedder's one-at-a-time speed).
+        self._session = session(threads or max(1, min(4, (os.cpu_count() or 1) - 1)))
         # Queries (a few short texts) run on one thread: on 2 busy cores a second one made a query 2x slower
         # (43 vs 22 ms median with the LLM server generating); batches of passages use them all.
         self._small_session = (

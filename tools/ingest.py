@@ -7,15 +7,21 @@ about to change.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Sequence
+import queue
+import threading
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from reground.tools.chunking import DEFAULT_MAX_TOKENS, chunk_document
 from reground.tools.loaders import Document, LoadError, load_paths
 from reground.tools.locking import WaitNotice
+from reground.tools.store import chunk_vectors
+from reground.tools.types import Chunk
 from reground.tools.vector_store import VectorStore
 from tqdm import tqdm
 
@@ -79,7 +85,8 @@ def _ingest_locked(
 ) -> IngestSummary:
     known = store.document_hashes()
     seen: set[str] = set()
-    for doc in tqdm(documents, desc=f"ingest → {store.collection}", unit="doc", disable=not progress):
+    todo: list[tuple[Document, str]] = []
+    for doc in documents:
         if doc.doc_id in seen:
             summary.errors.append(
                 LoadError(doc.source or doc.doc_id, f"duplicate doc_id {doc.doc_id!r}; kept the first")
@@ -92,16 +99,120 @@ def _ingest_locked(
             summary.unchanged += 1
             summary.documents += 1
             continue
-        chunks = chunk_document(doc, max_tokens=max_tokens)
-        if not chunks:
-            summary.errors.append(LoadError(doc.source or doc.doc_id, "no text to index"))
-            summary.skipped += 1
-            continue
-        store.replace_document(doc.doc_id, digest, chunks)
-        summary.documents += 1
-        summary.chunks_added += len(chunks)
-        summary.replaced += int(doc.doc_id in known)
+        todo.append((doc, digest))
+    write_embedded = getattr(store, "write_embedded", None)
+    with tqdm(total=len(todo), desc=f"ingest → {store.collection}", unit="doc", disable=not progress) as bar:
+        if callable(write_embedded):
+            # Chunking, embedding and writing overlap: two worker threads chunk and embed the next documents
+            # (onnxruntime releases the GIL) while this thread writes, under its write lock, the one before.
+            stream = pipeline(todo, [_chunker(max_tokens), _embedder(store)], depth=PIPELINE_DEPTH)
+            try:
+                for (doc, digest), chunks, embedded in stream:
+                    if chunks:
+                        write_embedded(doc.doc_id, digest, chunks, *embedded)
+                    _count(summary, doc, chunks, replaced=doc.doc_id in known)
+                    bar.update()
+            finally:
+                stream.close()
+        else:
+            for doc, digest in todo:
+                chunks = chunk_document(doc, max_tokens=max_tokens)
+                if chunks:
+                    store.replace_document(doc.doc_id, digest, chunks)
+                _count(summary, doc, chunks, replaced=doc.doc_id in known)
+                bar.update()
     return summary
+
+
+def _count(summary: IngestSummary, doc: Document, chunks: list[Chunk], *, replaced: bool) -> None:
+    if not chunks:
+        summary.errors.append(LoadError(doc.source or doc.doc_id, "no text to index"))
+        summary.skipped += 1
+        return
+    summary.documents += 1
+    summary.chunks_added += len(chunks)
+    summary.replaced += int(replaced)
+
+
+def _chunker(max_tokens: int) -> Callable[[Any], Any]:
+    def stage(item: tuple[Document, str]) -> tuple[tuple[Document, str], list[Chunk]]:
+        return item, chunk_document(item[0], max_tokens=max_tokens)
+
+    return stage
+
+
+def _embedder(store: VectorStore) -> Callable[[Any], Any]:
+    def stage(item: tuple[tuple[Document, str], list[Chunk]]) -> Any:
+        key, chunks = item
+        return key, chunks, chunk_vectors(store.embedder, chunks) if chunks else None
+
+    return stage
+
+
+PIPELINE_DEPTH = 4  # items each stage may run ahead of the next (bounded memory)
+_DONE = object()
+
+
+class _Failed:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def pipeline(items: Sequence[Any], stages: Sequence[Callable[[Any], Any]], *, depth: int) -> Generator[Any, None, None]:
+    """Yield `stages[-1](...stages[0](item))` for each item, in order, each stage in its own thread.
+
+    A stage's exception is raised here; closing the generator early (the consumer failed) stops the workers.
+    """
+    stop = threading.Event()
+    queues: list[queue.Queue[Any]] = [queue.Queue()] + [queue.Queue(maxsize=depth) for _ in stages]
+    for item in items:
+        queues[0].put(item)
+    queues[0].put(_DONE)
+
+    def put(target: queue.Queue[Any], value: Any) -> bool:
+        while not stop.is_set():
+            try:
+                target.put(value, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work(stage: Callable[[Any], Any], source: queue.Queue[Any], sink: queue.Queue[Any]) -> None:
+        while not stop.is_set():
+            value = source.get()
+            if value is _DONE or isinstance(value, _Failed):
+                put(sink, value)
+                return
+            try:
+                result = stage(value)
+            except BaseException as error:  # handed to the consumer, which raises it
+                put(sink, _Failed(error))
+                return
+            if not put(sink, result):
+                return
+
+    threads = [
+        threading.Thread(target=work, args=(stage, queues[i], queues[i + 1]), name=f"ingest-stage-{i}", daemon=True)
+        for i, stage in enumerate(stages)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        while True:
+            value = queues[-1].get()
+            if value is _DONE:
+                return
+            if isinstance(value, _Failed):
+                raise value.error
+            yield value
+    finally:
+        stop.set()
+        for source in queues[:-1]:  # unblock workers waiting on an empty source
+            with contextlib.suppress(queue.Full):
+                source.put_nowait(_DONE)
+        for thread in threads:
+            thread.join(timeout=5.0)
 
 
 def ingest(

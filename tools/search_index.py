@@ -11,7 +11,9 @@ every read and reloads the snapshot when another writer changed it.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -87,19 +89,46 @@ def matches(metadata: dict[str, Any], where: dict[str, list[str]]) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class IndexSettings:
+    """How dense search runs. `exact`: every vector in memory, a matrix product per query (exact; memory and time
+    grow with the collection). `hnsw`: the store's own approximate index (Chroma's HNSW), no vectors in memory.
+    `auto`: hnsw from `ann_min_chunks` live chunks on (measured in evals/results/bench.json, `scale`)."""
+
+    dense: str = "auto"
+    ann_min_chunks: int = 100_000
+    ann_oversample: int = 3  # neighbours asked per wanted hit: rows outside the scope or snapshot are dropped
+    sentence_cache: int = 4096  # chunks whose sentence vectors stay in memory once read
+    stored_sentence_vectors: bool = True  # hand out the sentence vectors kept at ingest (False: callers embed)
+
+    def __post_init__(self) -> None:
+        if self.dense not in DENSE_MODES:
+            raise ValueError(f"IndexSettings.dense must be one of {', '.join(DENSE_MODES)}, got {self.dense!r}")
+        if self.ann_min_chunks < 0 or self.ann_oversample < 1 or self.sentence_cache < 0:
+            raise ValueError("IndexSettings: ann_min_chunks and sentence_cache >= 0, ann_oversample >= 1")
+
+
+DENSE_MODES = ("auto", "exact", "hnsw")
+
+
 class _Loaded:
     """One snapshot with what reads derive from it (positions, per-document rows, fields, BM25, scope masks)."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, dense: str = "exact") -> None:
         order = sorted(
             range(len(snapshot.chunks)), key=lambda i: (snapshot.chunks[i]["doc_id"], snapshot.chunks[i]["position"])
         )
         self.version = snapshot.version
+        self.dense = dense
         self.chunks = [snapshot.chunks[i] for i in order]
-        self.vectors = np.asarray(snapshot.vectors, dtype=np.float32)[order] if order else snapshot.vectors
+        has_vectors = len(snapshot.vectors) == len(snapshot.chunks) and len(snapshot.chunks) > 0
+        self.vectors = np.asarray(snapshot.vectors, dtype=np.float32)[order] if has_vectors else snapshot.vectors
         self.dimension = int(self.vectors.shape[1]) if self.vectors.ndim == 2 else 0
         kept = snapshot.sentence_vectors
         self.sentences: list[bytes | None] = [kept[i] for i in order] if len(kept) == len(snapshot.chunks) else []
+        ids = snapshot.row_ids
+        self.row_ids: list[str] = [ids[i] for i in order] if len(ids) == len(snapshot.chunks) else []
+        self.by_row = {r: i for i, r in enumerate(self.row_ids)}
         self.index = {c["chunk_id"]: i for i, c in enumerate(self.chunks)}
         self.by_doc: dict[str, list[int]] = {}
         for i, c in enumerate(self.chunks):
@@ -137,10 +166,12 @@ class SearchIndex:
     version, and reloaded when that changed. Satisfies `tools.retrieval.SearchStore`.
     """
 
-    def __init__(self, store: VectorStore) -> None:
+    def __init__(self, store: VectorStore, settings: IndexSettings | None = None) -> None:
         self.store = store
+        self.settings = settings or IndexSettings()
         self._loaded: _Loaded | None = None
         self._lock = threading.Lock()
+        self._sentences: OrderedDict[str, bytes | None] = OrderedDict()  # row id -> packed, read on demand
 
     @property
     def collection(self) -> str:
@@ -154,8 +185,30 @@ class SearchIndex:
         version = self.store.version()
         with self._lock:
             if self._loaded is None or self._loaded.version != version or not version:
-                self._loaded = _Loaded(self.store.load_snapshot())
+                dense = self._dense_mode()
+                if dense == "hnsw":
+                    self._loaded = _Loaded(self.store.load_snapshot(vectors=False), "hnsw")
+                else:
+                    self._loaded = _Loaded(self.store.load_snapshot(), "exact")
+                self._sentences.clear()
             return self._loaded
+
+    def _dense_mode(self) -> str:
+        """exact or hnsw for the next snapshot: hnsw needs a store with an ANN index (`ann_search`)."""
+        mode = self.settings.dense
+        if mode == "exact" or not callable(getattr(self.store, "ann_search", None)):
+            if mode == "hnsw":
+                raise StoreError(f"collection {self.collection!r}: its store has no ANN index; use dense='exact'")
+            return "exact"
+        if mode == "hnsw":
+            return "hnsw"
+        counts = getattr(self.store, "document_chunk_counts", None)
+        live = sum(counts().values()) if callable(counts) else 0
+        return "hnsw" if live >= self.settings.ann_min_chunks else "exact"
+
+    @property
+    def dense_mode(self) -> str:
+        return self._load().dense
 
     def count(self) -> int:
         return len(self._load().chunks)
@@ -202,18 +255,54 @@ class SearchIndex:
             raise StoreError(f"unknown chunk ids in collection {self.collection!r}: {missing[:3]}")
         if not chunk_ids:
             return np.zeros((0, self.embedder.dimension), dtype=np.float32)
+        if loaded.dense == "hnsw":
+            return np.asarray(
+                self.store.vectors_of([loaded.row_ids[loaded.index[c]] for c in chunk_ids]),
+                dtype=np.float32,
+            )
         return loaded.vectors[[loaded.index[c] for c in chunk_ids]]
 
     def sentence_vectors(self, passages: Sequence[Mapping[str, Any]]) -> list[np.ndarray | None]:
         """Per passage, its sentences' vectors kept at ingest (rows in `tools.evidence.text_sentences` order), or
         None when none were kept or the passage's text is not the stored chunk's (e.g. sanitized for the prompt)."""
         loaded = self._load()
-        out: list[np.ndarray | None] = []
-        for passage in passages:
-            i = loaded.index.get(str(passage.get("chunk_id", "")))
-            packed = loaded.sentences[i] if i is not None and loaded.sentences else None
-            same = i is not None and loaded.chunks[i]["text"] == passage.get("text")
-            out.append(unpack_sentence_vectors(packed, loaded.dimension) if packed is not None and same else None)
+        if not self.settings.stored_sentence_vectors:
+            return [None] * len(passages)
+        positions = [loaded.index.get(str(p.get("chunk_id", ""))) for p in passages]
+        positions = [
+            i if i is not None and loaded.chunks[i]["text"] == p.get("text") else None
+            for i, p in zip(positions, passages, strict=True)
+        ]
+        packed = self._packed_sentences(loaded, [i for i in positions if i is not None])
+        dimension = loaded.dimension or int(self.embedder.dimension)
+        return [
+            unpack_sentence_vectors(blob, dimension) if i is not None and (blob := packed.get(i)) else None
+            for i in positions
+        ]
+
+    def _packed_sentences(self, loaded: _Loaded, positions: Sequence[int]) -> dict[int, bytes | None]:
+        """Packed sentence vectors by chunk position: the snapshot's, else read from the store (one call for the
+        ones not cached yet) and kept in a small LRU."""
+        if loaded.sentences:
+            return {i: loaded.sentences[i] for i in positions}
+        read = getattr(self.store, "sentence_vectors_of", None)
+        if not loaded.row_ids or not callable(read):
+            return {}
+        wanted = {i: loaded.row_ids[i] for i in positions}
+        with self._lock:
+            missing = [r for r in dict.fromkeys(wanted.values()) if r not in self._sentences]
+        fetched = dict(zip(missing, read(missing), strict=True)) if missing else {}
+        with self._lock:
+            for row, blob in fetched.items():
+                self._sentences[row] = blob
+            out = {}
+            for i, row in wanted.items():
+                blob = self._sentences.get(row)
+                if row in self._sentences:
+                    self._sentences.move_to_end(row)
+                out[i] = blob
+            while len(self._sentences) > self.settings.sentence_cache:
+                self._sentences.popitem(last=False)
         return out
 
     def dense_search(
@@ -229,8 +318,10 @@ class SearchIndex:
         if not loaded.chunks or k <= 0:
             return []
         query = np.asarray(query_embedding, dtype=np.float32).reshape(-1)
-        scores = loaded.vectors @ query / max(float(np.linalg.norm(query)), 1e-12)
         allowed = loaded.allowed(scope)
+        if loaded.dense == "hnsw":
+            return self._ann_search(loaded, query, k, allowed)
+        scores = loaded.vectors @ query / max(float(np.linalg.norm(query)), 1e-12)
         if allowed is not None:
             scores = np.where(allowed, scores, -np.inf)
         k = min(k, int(np.isfinite(scores).sum()))
@@ -239,6 +330,25 @@ class SearchIndex:
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(loaded.chunks[i], float(scores[i])) for i in top]
+
+    def _ann_search(
+        self, loaded: _Loaded, query: np.ndarray, k: int, allowed: np.ndarray | None
+    ) -> list[tuple[Chunk, float]]:
+        """The store's HNSW neighbours that are live chunks of this snapshot inside the scope, best first. A
+        narrow scope can leave fewer than k: the search widens (x4) until k are found or the collection is read."""
+        wanted = k * self.settings.ann_oversample
+        total = len(loaded.chunks)
+        while True:
+            n = min(wanted, total)
+            hits = self.store.ann_search(query / max(float(np.linalg.norm(query)), 1e-12), n)
+            out: list[tuple[Chunk, float]] = []
+            for row_id, score in hits:
+                i = loaded.by_row.get(row_id)
+                if i is not None and (allowed is None or allowed[i]):
+                    out.append((loaded.chunks[i], score))
+            if len(out) >= k or n >= total:
+                return sorted(out, key=lambda hit: -hit[1])[:k]
+            wanted *= 4
 
     def lexical_search(self, query: str, k: int, where: Where | None = None) -> list[tuple[Chunk, float]]:
         """BM25 over title + section + text of every live chunk, masked by the scope."""

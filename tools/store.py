@@ -53,6 +53,7 @@ from reground.tools.paths import data_dir as default_data_dir
 from reground.tools.search_index import (  # noqa: F401 - re-exported: the store's public names before the split
     FILTER_OPERATORS,
     MATCH_ANY,
+    IndexSettings,
     SearchIndex,
     Where,
     matches,
@@ -80,6 +81,7 @@ VERSION_ID = "__version__"
 # machine that has not flipped yet: only leftovers older than this are collected there.
 SERVER_LEFTOVER_GRACE_S = 15 * 60.0
 WRITE_ATTEMPTS = 3
+SNAPSHOT_PAGE = 10_000  # rows per Chroma read when loading a snapshot
 
 
 SENTENCE_VECTORS_KEY = "sentence_vectors"  # chunk metadata: its sentences' vectors (`pack_sentence_vectors`)
@@ -124,18 +126,27 @@ def _client(data_dir: Path, chroma_url: str) -> Any:
 class PassageStore:
     """A Chroma collection of chunks (a `VectorStore`), with its search index as `index`."""
 
-    def __init__(self, collection: str, client: Any, embedder: Embedder, data_dir: Path, chroma_url: str) -> None:
+    def __init__(
+        self,
+        collection: str,
+        client: Any,
+        embedder: Embedder,
+        data_dir: Path,
+        chroma_url: str,
+        index: IndexSettings | None = None,
+    ) -> None:
         self.collection = collection
         self.embedder = embedder
         self.data_dir = data_dir
         self.chroma_url = chroma_url
         self._bind(client)
-        self.index = SearchIndex(self)
+        self.index = SearchIndex(self, index)
         self._writer = threading.local()  # how deep this thread is in `writing()` (the lock is re-entrant)
         self._disk_mark = self._disk_state()
         self.last_repair: dict[str, Any] = {}
         self._unreported: list[str] = []  # documents repair dropped that no ingest summary has named yet
         self._version_seen: tuple[tuple[tuple[int, int], ...], str] | None = None  # (disk state, version read)
+        self.cache_version = True  # False: ask Chroma on every search (what `bench overhead` compares against)
 
     # --- opening ---------------------------------------------------------------------------
 
@@ -149,10 +160,12 @@ class PassageStore:
         chroma_url: str = "",
         create: bool = False,
         on_wait: WaitNotice | None = None,
+        index: IndexSettings | None = None,
     ) -> PassageStore:
         """Open (or, with `create`, create) a collection; repairs it if no writer is busy with it.
 
-        With `create` (what writers pass) this waits for another writer's lock, telling `on_wait`.
+        With `create` (what writers pass) this waits for another writer's lock, telling `on_wait`. `index`: how
+        its search index runs dense search (exact in memory, Chroma's HNSW, or by size; `IndexSettings`).
         """
         problem = collection_name_problem(collection)
         if problem:
@@ -189,7 +202,7 @@ class PassageStore:
                 )
             else:
                 embedder = cls._matching_embedder(client, collection, embedder)
-            store = cls(collection, client, embedder, root, chroma_url)
+            store = cls(collection, client, embedder, root, chroma_url, index)
             if locked:
                 store.repair()
         return store
@@ -520,10 +533,18 @@ class PassageStore:
         SharedSystemClient.clear_system_cache()
         self._bind(_client(self.data_dir, self.chroma_url))
 
-    def _read_live(self) -> tuple[dict[str, str], dict[str, Any]]:
-        """The manifest's live generations and every stored chunk row."""
+    def _read_live(self, *, vectors: bool = True) -> tuple[dict[str, str], list[dict[str, Any]]]:
+        """The manifest's live generations and every stored chunk row, read in pages (bounded peak memory)."""
         live = {d: str(m.get("generation", "")) for d, m in self._manifest_records().items() if d != VERSION_ID}
-        return live, self._chunks.get(include=["metadatas", "documents", "embeddings"])
+        include = ["metadatas", "documents", *(["embeddings"] if vectors else [])]
+        pages: list[dict[str, Any]] = []
+        offset = 0
+        while True:
+            page = self._chunks.get(include=include, limit=SNAPSHOT_PAGE, offset=offset)
+            pages.append(page)
+            if len(page["ids"]) < SNAPSHOT_PAGE:
+                return live, pages
+            offset += SNAPSHOT_PAGE
 
     def version(self) -> str:
         """The manifest's version record: bumped by every write, so readers know to reload.
@@ -532,7 +553,7 @@ class PassageStore:
         embedded store remembers it with the (mtime, size) of its database files, which any writing process
         changes, and reads it again only when they changed (a stat, microseconds). A server is always asked.
         """
-        if self.chroma_url:
+        if self.chroma_url or not self.cache_version:
             return self._version()
         state = self._disk_state()
         cached = self._version_seen
@@ -542,51 +563,86 @@ class PassageStore:
         self._version_seen = (state, version)
         return version
 
-    def load_snapshot(self) -> Snapshot:
-        """Every live chunk (the manifest's generation of each document) with its vector."""
+    def load_snapshot(self, *, vectors: bool = True) -> Snapshot:
+        """Every live chunk (the manifest's generation of each document) with its vector (`vectors=False`: an
+        empty matrix, for an index that searches vectors in Chroma's own HNSW index) and its row id."""
         try:
             version = self._version()
-            live, got = self._read_live()
+            live, pages = self._read_live(vectors=vectors)
         except Exception:
             if self.chroma_url:
                 raise
             # Another process (e.g. `reground ingest` next to a running server) rewrote the embedded store.
             self._reconnect()
             version = self._version()
-            live, got = self._read_live()
+            live, pages = self._read_live(vectors=vectors)
         chunks: list[Chunk] = []
         rows: list[Any] = []
-        sentences: list[bytes | None] = []
-        for meta, text, vector in zip(
-            got["metadatas"] or [],
-            got["documents"] or [],
-            got["embeddings"] if got["embeddings"] is not None else [],
-            strict=False,
-        ):
-            meta = meta or {}
-            if live.get(str(meta.get("doc_id"))) != str(meta.get("generation")):
-                continue
-            chunks.append(
-                Chunk(
-                    chunk_id=str(meta["chunk_id"]),
-                    doc_id=str(meta["doc_id"]),
-                    title=str(meta.get("title", "")),
-                    section=str(meta.get("section", "")),
-                    url=str(meta.get("url", "")),
-                    position=int(meta.get("position", 0)),
-                    text=str(text),
-                    metadata=json.loads(str(meta.get("metadata_json", "{}"))),
+        row_ids: list[str] = []
+        for page in pages:
+            embeddings = page.get("embeddings")
+            for n, (row_id, meta, text) in enumerate(
+                zip(page["ids"], page["metadatas"] or [], page["documents"] or [], strict=False)
+            ):
+                meta = meta or {}
+                if live.get(str(meta.get("doc_id"))) != str(meta.get("generation")):
+                    continue
+                chunks.append(
+                    Chunk(
+                        chunk_id=str(meta["chunk_id"]),
+                        doc_id=str(meta["doc_id"]),
+                        title=str(meta.get("title", "")),
+                        section=str(meta.get("section", "")),
+                        url=str(meta.get("url", "")),
+                        position=int(meta.get("position", 0)),
+                        text=str(text),
+                        metadata=json.loads(str(meta.get("metadata_json", "{}"))),
+                    )
                 )
-            )
-            rows.append(vector)
-            packed = meta.get(SENTENCE_VECTORS_KEY)
-            sentences.append(sentence_vectors_bytes(packed) if isinstance(packed, str) and packed else None)
-        vectors = (
+                row_ids.append(str(row_id))
+                if vectors and embeddings is not None:
+                    rows.append(embeddings[n])
+        matrix = (
             np.asarray(rows, dtype=np.float32).reshape(len(chunks), -1)
-            if chunks
-            else np.zeros((0, self.embedder.dimension), dtype=np.float32)  # an empty (or emptied) collection
+            if rows
+            else np.zeros((0, self.embedder.dimension), dtype=np.float32)  # empty, or vectors not loaded
         )
-        return Snapshot(version, chunks, vectors, sentences if any(sentences) else [])
+        return Snapshot(version, chunks, matrix, row_ids=row_ids)
+
+    def sentence_vectors_of(self, row_ids: Sequence[str]) -> list[bytes | None]:
+        """The packed sentence vectors of stored rows (read on demand: a turn needs those of a few passages, and
+        keeping every chunk's in memory would cost more than its vectors)."""
+        if not row_ids:
+            return []
+        got = self._chunks.get(ids=list(row_ids), include=["metadatas"])
+        found = {
+            row_id: (meta or {}).get(SENTENCE_VECTORS_KEY)
+            for row_id, meta in zip(got["ids"], got["metadatas"] or [], strict=False)
+        }
+        return [
+            sentence_vectors_bytes(packed) if isinstance(packed := found.get(r), str) and packed else None
+            for r in row_ids
+        ]
+
+    def vectors_of(self, row_ids: Sequence[str]) -> np.ndarray:
+        """Stored vectors of rows, in order (what an index without vectors in memory reads for a few chunks)."""
+        if not row_ids:
+            return np.zeros((0, self.embedder.dimension), dtype=np.float32)
+        got = self._chunks.get(ids=list(row_ids), include=["embeddings"])
+        by_id = dict(zip(got["ids"], got["embeddings"] if got["embeddings"] is not None else [], strict=False))
+        missing = [r for r in row_ids if r not in by_id]
+        if missing:
+            raise StoreError(f"collection {self.collection!r}: rows {missing[:3]} are gone; retry the search")
+        return np.asarray([by_id[r] for r in row_ids], dtype=np.float32)
+
+    def ann_search(self, query: np.ndarray, n: int) -> list[tuple[str, float]]:
+        """Chroma's own HNSW index: the `n` nearest stored rows as (row id, cosine similarity), approximate.
+        Rows of a generation the manifest does not name yet (a writer mid-flip) may be among them: callers keep
+        only the rows of their snapshot."""
+        got = self._chunks.query(
+            query_embeddings=[np.asarray(query, dtype=np.float32).tolist()], n_results=n, include=["distances"]
+        )
+        return [(str(i), 1.0 - float(d)) for i, d in zip(got["ids"][0], got["distances"][0], strict=True)]
 
     # --- reads: the search index's (kept here so a store opened by name can be searched directly) ---
 

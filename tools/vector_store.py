@@ -77,8 +77,11 @@ class Snapshot:
     version: str
     chunks: list[Chunk]
     vectors: np.ndarray  # float32, shape (len(chunks), dimension)
-    # Per chunk, its sentences' vectors packed by `pack_sentence_vectors` (None: not kept); empty: none kept.
+    # Per chunk, its sentences' vectors packed by `pack_sentence_vectors` (None: not kept); empty: none kept here
+    # (a store with `sentence_vectors_of(row_ids)` hands them over on demand instead).
     sentence_vectors: list[bytes | None] = field(default_factory=list)
+    # Per chunk, the store's own id of its row (what `sentence_vectors_of`, `vectors_of`, `ann_search` speak).
+    row_ids: list[str] = field(default_factory=list)
 
     @property
     def ids(self) -> list[str]:

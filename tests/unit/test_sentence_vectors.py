@@ -142,3 +142,26 @@ def test_the_version_is_read_from_chroma_only_when_the_store_changed(
     )
     assert store.version() != first
     assert any(c["doc_id"] == "pension" for c in store.all_chunks())
+
+
+def test_hnsw_dense_search_finds_what_exact_search_finds(store: PassageStore) -> None:
+    from reground.tools.search_index import IndexSettings, SearchIndex
+    from reground.tools.vector_store import MetadataFilterError
+
+    exact = SearchIndex(store, IndexSettings(dense="exact"))
+    hnsw = SearchIndex(store, IndexSettings(dense="hnsw"))
+    assert exact.dense_mode == "exact" and hnsw.dense_mode == "hnsw"
+    assert len(hnsw._load().vectors) == 0  # no vectors in memory
+    assert SearchIndex(store, IndexSettings(dense="auto", ann_min_chunks=1)).dense_mode == "hnsw"
+    assert SearchIndex(store, IndexSettings(dense="auto", ann_min_chunks=10**6)).dense_mode == "exact"
+    for question in ("How many days of annual leave do I get?", "How long does a bike lease run?"):
+        vector = store.embedder.embed_query(question)
+        want = [(c["chunk_id"], round(s, 4)) for c, s in exact.dense_search(vector, 3)]
+        got = [(c["chunk_id"], round(s, 4)) for c, s in hnsw.dense_search(vector, 3)]
+        assert got == want  # a collection this small is searched exhaustively by HNSW
+    ids = [c["chunk_id"] for c in exact.all_chunks()]
+    np.testing.assert_allclose(hnsw.embeddings_for(ids), exact.embeddings_for(ids), atol=1e-6)
+    with pytest.raises(ValueError, match="dense must be one of"):
+        IndexSettings(dense="faiss")
+    with pytest.raises(MetadataFilterError):
+        hnsw.dense_search(store.embedder.embed_query("annual leave"), 2, where={"$or": []})
