@@ -1,10 +1,16 @@
-"""ReGround's threshold calibration, without gold answers: the groundedness threshold is the value
-that 95% of answers whose retrieval was correct exceed (the 5th percentile of their groundedness).
+"""Threshold calibration from answers runs, ReGround's way (a low percentile over the cases that should pass):
 
-    reground eval calibrate --run runs/answers [--system reground] [--also-repo]
+- the **groundedness threshold**: the value that 95% of written answers whose retrieval was correct exceed (the
+  5th percentile of their groundedness). Extracted answers are the documents' own sentences, grounded by
+  construction, so only runs whose graph wrote its answers (`--set answer_style=write`) calibrate it;
+- the **support threshold** (abstain below it): the value that 97% of the answerable cases exceed (the 3rd
+  percentile of triage's support over cases with a gold answer, or labelled ANSWERABLE / PARTIAL). Runs with
+  MTRAG-UN labels also report the share of UNANSWERABLE tasks under it, the abstentions it buys.
 
-Writes `<data_dir>/calibration.json`, which the graph's Context reads as its default threshold
-(`read_calibrated_threshold`), and optionally `evals/results/calibration.json` for the record.
+    reground eval calibrate --run runs/answers [--run runs/more] [--system reground] [--also-repo]
+
+Several runs pool their cases. Writes `<data_dir>/calibration.json` (values already there and not recalibrated are
+kept), which the graph's Context reads as its default thresholds, and optionally `evals/results/calibration.json`.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from reground.evals.answers import latest_by_case, read_jsonl
+from reground.evals.answers import GRAPH_SYSTEMS, latest_by_case, read_jsonl
 from reground.tools.errors import DataError
 from reground.tools.paths import CALIBRATION_FILE, read_calibrated_threshold
 from reground.tools.paths import data_dir as default_data_dir
@@ -25,6 +31,8 @@ __all__ = ["CalibrationError", "calibrate_run", "calibrated_threshold", "read_ca
 
 REPO_RESULTS = Path(__file__).resolve().parent / "results"
 PERCENTILE = 5.0
+SUPPORT_PERCENTILE = 3.0
+ANSWERED = ("ANSWERABLE", "PARTIAL")
 
 
 class CalibrationError(DataError, ValueError):
@@ -56,31 +64,90 @@ def calibrated_threshold(rows: Sequence[Mapping[str, Any]], percentile: float = 
     }
 
 
+def calibrated_support(rows: Sequence[Mapping[str, Any]], percentile: float = SUPPORT_PERCENTILE) -> dict[str, Any]:
+    """The support threshold (triage's abstention cut) and what it buys, over rows that carry `signals.support`."""
+    scored = [r for r in rows if not r.get("error") and (r.get("signals") or {}).get("support") is not None]
+
+    def answerable(row: Mapping[str, Any]) -> bool:
+        label = row.get("answerability")
+        return label in ANSWERED if label else row.get("gold_answer") is not None
+
+    supports = [float(r["signals"]["support"]) for r in scored if answerable(r)]
+    if not supports:
+        raise CalibrationError(
+            "no answerable cases with a support signal: run `reground eval answers --systems reground "
+            "--set support_threshold=0 ...` on cases with gold answers first"
+        )
+    threshold = float(np.percentile(supports, percentile))
+    unanswerable = [float(r["signals"]["support"]) for r in scored if r.get("answerability") == "UNANSWERABLE"]
+    return {
+        "support_threshold": round(threshold, 4),
+        "support_percentile": percentile,
+        "n_answerable": len(supports),
+        "answerable_below": sum(s < threshold for s in supports) / len(supports),
+        "n_unanswerable": len(unanswerable),
+        "unanswerable_below": (sum(s < threshold for s in unanswerable) / len(unanswerable)) if unanswerable else None,
+    }
+
+
+def _wrote_answers(run: Path, system: str) -> bool:
+    """Whether the system's graph wrote its answers in this run (answer_style 'write', from the run's overrides or the
+    system's own); extracted answers are grounded by construction and say nothing about the groundedness threshold."""
+    try:
+        config = json.loads((run / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        config = {}
+    overrides = {**(config.get("context_overrides") or {}), **GRAPH_SYSTEMS.get(system, {})}
+    return overrides.get("answer_style") == "write"
+
+
 def calibrate_run(
-    run_dir: str | Path,
+    run_dir: str | Path | Sequence[str | Path],
     *,
     system: str = "reground",
     data_dir: str | Path | None = None,
     also_repo: bool = False,
     percentile: float = PERCENTILE,
 ) -> dict[str, Any]:
-    """Calibrate from an answers run and write the config file(s); returns what was written."""
-    run = Path(run_dir)
-    path = run / system / "cases.jsonl"
-    if not path.is_file():
-        raise CalibrationError(f"{path} not found: run `reground eval answers --systems {system} --out {run}` first")
-    rows = list(latest_by_case(read_jsonl(path)).values())
-    result = {
-        **calibrated_threshold(rows, percentile),
-        "system": system,
-        "run": str(run.resolve()),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
+    """Calibrate from one or more answers runs and write the config file(s); returns what was written."""
+    runs = [Path(run_dir)] if isinstance(run_dir, str | Path) else [Path(r) for r in run_dir]
+    rows: list[dict[str, Any]] = []
+    written_rows: list[dict[str, Any]] = []
+    for run in runs:
+        path = run / system / "cases.jsonl"
+        if not path.is_file():
+            raise CalibrationError(
+                f"{path} not found: run `reground eval answers --systems {system} --out {run}` first"
+            )
+        found = list(latest_by_case(read_jsonl(path)).values())
+        rows += found
+        if _wrote_answers(run, system):
+            written_rows += found
+    result: dict[str, Any] = {}
+    if written_rows:
+        result.update(calibrated_threshold(written_rows, percentile))
+    if any((r.get("signals") or {}).get("support") is not None for r in rows):
+        result.update(calibrated_support(rows))
+    if not result:
+        raise CalibrationError(
+            "nothing to calibrate: the runs' answers were extracted (no groundedness to calibrate; add "
+            "--set answer_style=write) and carry no support signal (run them with this version of reground)"
+        )
+    result.update(
+        system=system,
+        runs=[str(run.resolve()) for run in runs],
+        created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
     targets = [default_data_dir(data_dir) / CALIBRATION_FILE]
     if also_repo:
         REPO_RESULTS.mkdir(parents=True, exist_ok=True)
         targets.append(REPO_RESULTS / CALIBRATION_FILE)
     for target in targets:
-        target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        try:
+            kept = json.loads(target.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            kept = {}
+        merged = {**(kept if isinstance(kept, dict) else {}), **result}
+        target.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
     result["written"] = [str(t) for t in targets]
     return result

@@ -35,6 +35,9 @@ from reground.tools.retrieval import RetrievalSettings
 from reground.tools.services import Role
 
 DEFAULT_GROUNDEDNESS_THRESHOLD = 0.5  # used until `reground eval calibrate` writes a measured one
+# The support under which a turn abstains, until `reground eval calibrate` measures one on the user's own cases:
+# the 3rd percentile of the support of answerable dev cases (MTRAG-UN and doc2dial, evals/README.md).
+DEFAULT_SUPPORT_THRESHOLD = 0.55
 ENV_PREFIX = "REGROUND_"
 
 
@@ -279,14 +282,14 @@ class Context(EnvSettings):
     rerank_url: str = Field(default="", description="URL of a /rerank endpoint (Cohere/TEI/Jina style).")
 
     # --- ask, abstain or answer ------------------------------------------------------------
-    support_threshold: float = Field(
-        default=0.45,
-        ge=0.0,
-        le=3.0,
+    support_threshold: Annotated[float, Field(ge=0.0, le=3.0)] | None = Field(
+        default=None,
         description=(
             "Abstain when the best passage sentence matches the question less than this (its evidence score: word "
             "overlap + MiniLM cosine); after at most `abstain_reground_attempts` re-retrievals the turn says the "
-            "documents do not cover it. 0 = never abstain early. Calibrated on MTRAG-UN dev (evals/README.md)."
+            "documents do not cover it; 0 = never abstain early. Empty: the value `reground eval calibrate` wrote "
+            f"to <data_dir>/calibration.json, else {DEFAULT_SUPPORT_THRESHOLD} (calibrated on MTRAG-UN and doc2dial "
+            "dev, evals/README.md)."
         ),
     )
     abstain_reground_attempts: int = Field(
@@ -533,6 +536,17 @@ class Context(EnvSettings):
 
         calibrated = read_calibrated_threshold(data_dir(self.data_dir or None) / CALIBRATION_FILE)
         return DEFAULT_GROUNDEDNESS_THRESHOLD if calibrated is None else calibrated
+
+    def resolved_support_threshold(self) -> float:
+        """The support threshold in force: the explicit value, else the calibrated one, else the default (reads the
+        calibration file: call it from nodes and routes only, like the groundedness threshold)."""
+        if self.support_threshold is not None:
+            return float(self.support_threshold)
+        from reground.tools.paths import CALIBRATION_FILE, data_dir, read_calibrated_value
+
+        path = data_dir(self.data_dir or None) / CALIBRATION_FILE
+        calibrated = read_calibrated_value("support_threshold", path, high=3.0)
+        return DEFAULT_SUPPORT_THRESHOLD if calibrated is None else calibrated
 
     def model_for(self, role: Role) -> str:
         """The model spec a role uses: its own if set, else the shared chat_model."""

@@ -27,9 +27,10 @@ def outcome(draft: Draft | None, state: State, context: Context) -> tuple[str, b
         return answer_prompts.EMPTY_QUESTION.format(collection=context.collection), False, "empty question"
     not_found = answer_prompts.NOT_FOUND.format(escalation=context.escalation)
     if state.get("decision") == "abstain":
-        support = state.get("signals", {}).get("support", 0.0)
+        signals = state.get("signals", {})
+        support, threshold = signals.get("support", 0.0), signals.get("support_threshold", 0.0)
         reason = (
-            f"no passage supports the question: support {support:.2f} < threshold {context.support_threshold:.2f} "
+            f"no passage supports the question: support {support:.2f} < threshold {threshold:.2f} "
             f"after {state.get('reground_attempts', 0)} re-grounding attempt(s)"
         )
         return not_found, False, reason

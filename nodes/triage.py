@@ -47,10 +47,10 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         )
         options = [ClarifyOption(label=r.label, doc_id=r.doc_id, chunk_id=r.chunk_id) for r in found]
         return {**update, "decision": "clarify", "options": options}
-    if supported < context.support_threshold:
-        env.stats.notes.append(
-            f"no passage supports the question (support {supported:.2f} < {context.support_threshold})"
-        )
+    threshold = context.resolved_support_threshold()
+    signals["support_threshold"] = threshold
+    if supported < threshold:
+        env.stats.notes.append(f"no passage supports the question (support {supported:.2f} < {threshold:.2f})")
         return {**update, "decision": "abstain"}
     env.stats.notes.append(f"support {supported:.2f}, coverage {covered:.2f}")
     return {**update, "decision": "answer"}

@@ -38,16 +38,24 @@ def state_dir(data: str | os.PathLike[str] | None = None) -> Path:
     return path
 
 
-def read_calibrated_threshold(path: str | os.PathLike[str] | None = None) -> float | None:
-    """The calibrated groundedness threshold, or None when there is no (valid) calibration file.
+def read_calibrated_value(
+    name: str, path: str | os.PathLike[str] | None = None, *, low: float = 0.0, high: float = 1.0
+) -> float | None:
+    """A value `reground eval calibrate` wrote (e.g. "groundedness_threshold", "support_threshold"), or None when
+    there is no (valid) calibration file or it holds no value in [low, high] for `name`.
 
     Default path: `<data_dir>/calibration.json` ($REGROUND_DATA_DIR or ~/.local/share/reground).
     """
     file = Path(path) if path else data_dir() / CALIBRATION_FILE
     try:
-        value = json.loads(file.read_text(encoding="utf-8")).get("groundedness_threshold")
+        value = json.loads(file.read_text(encoding="utf-8")).get(name)
     except (OSError, ValueError, AttributeError):
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
         return None
     return float(value)
+
+
+def read_calibrated_threshold(path: str | os.PathLike[str] | None = None) -> float | None:
+    """The calibrated groundedness threshold, or None when there is no (valid) calibration file."""
+    return read_calibrated_value("groundedness_threshold", path)

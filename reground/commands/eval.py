@@ -84,8 +84,10 @@ def add_commands(subparsers: Any) -> None:
     )
     p.set_defaults(func=_answers)
 
-    p = sub.add_parser("calibrate", help="set the groundedness threshold from an answers run (ReGround)")
-    p.add_argument("--run", required=True, help="answers run directory")
+    p = sub.add_parser(
+        "calibrate", help="set the groundedness and support thresholds from answers runs (ReGround's percentile rule)"
+    )
+    p.add_argument("--run", required=True, action="append", help="answers run directory (repeat to pool runs)")
     p.add_argument("--system", default="reground", help="system whose groundedness scores to use")
     p.add_argument("--data-dir", default=None, help="where calibration.json goes (default: $REGROUND_DATA_DIR)")
     p.add_argument("--also-repo", action="store_true", help="also write evals/results/calibration.json")
@@ -248,11 +250,18 @@ def _calibrate(args: argparse.Namespace) -> int:
         result = calibrate_run(args.run, system=args.system, data_dir=args.data_dir, also_repo=args.also_repo)
     except CalibrationError as exc:
         _fail(exc)
-    print(
-        f"groundedness threshold {result['groundedness_threshold']:.4f} "
-        f"(5th percentile over {result['n_correct_retrieval']} answers with the gold document "
-        "retrieved)"
-    )
+    if "groundedness_threshold" in result:
+        print(
+            f"groundedness threshold {result['groundedness_threshold']:.4f} "
+            f"(5th percentile over {result['n_correct_retrieval']} written answers with the gold document retrieved)"
+        )
+    if "support_threshold" in result:
+        caught = result["unanswerable_below"]
+        print(
+            f"support threshold {result['support_threshold']:.4f} (3rd percentile over {result['n_answerable']} "
+            f"answerable cases: {result['answerable_below']:.1%} of them abstain"
+            + (f"; {caught:.1%} of {result['n_unanswerable']} unanswerable ones too)" if caught is not None else ")")
+        )
     for path in result["written"]:
         print(f"wrote {path}")
     return 0

@@ -17,6 +17,7 @@ from reground.evals.calibrate import calibrate_run, calibrated_threshold, read_c
 from reground.evals.correlation import correlation_report
 from reground.evals.report import ReportError, write_report
 from reground.tools.fake_chat import ScriptedChatModel
+from reground.tools.paths import read_calibrated_value
 
 DOCS = [
     {
@@ -278,8 +279,14 @@ def test_answers_run_judges_calibration_correlation_and_report(
         assert ablated == full + 1
         rows = read_jsonl(out / "reground" / "cases.jsonl")
         assert all(r["groundedness"] is not None for r in rows)
-        result = calibrate_run(out, data_dir=tmp_path / "data")
-        assert read_calibrated_threshold(tmp_path / "data" / "calibration.json") == result["groundedness_threshold"]
+        # The default's extracted answers calibrate only the support threshold; written ones the groundedness too.
+        extracted = calibrate_run(out, data_dir=tmp_path / "data")
+        assert "groundedness_threshold" not in extracted and extracted["n_answerable"] == 5
+        calibration = tmp_path / "data" / "calibration.json"
+        assert read_calibrated_value("support_threshold", calibration, high=3.0) == extracted["support_threshold"]
+        written = calibrate_run(out, system="reground-llm_self_check", data_dir=tmp_path / "data")
+        assert read_calibrated_threshold(calibration) == written["groundedness_threshold"]
+        assert read_calibrated_value("support_threshold", calibration, high=3.0) == written["support_threshold"]
 
 
 def test_failed_cases_are_recorded_and_retried(files: tuple[Path, Path], tmp_path: Path, store: Any) -> None:

@@ -38,7 +38,7 @@ def test_the_default_answers_with_the_best_sentence_and_no_llm_call(hr_store: An
     assert result["kind"] == "answer" and result["passed"]
     assert result["answer"].startswith("Full-time employees in Germany get 30 days of paid annual leave")
     assert [c["doc_id"] for c in result["citations"]] == ["annual-leave-de"]
-    assert result["signals"]["support"] >= context.support_threshold
+    assert result["signals"]["support"] >= result["signals"]["support_threshold"] > 0
     assert result["llm_calls"] == 0 and result["groundedness"] >= 0.99
 
 
@@ -52,7 +52,7 @@ def test_a_question_nothing_covers_abstains_at_once_with_the_configured_escalati
     assert result["kind"] == "abstain" and not result["passed"]
     assert result["answer"] == answer_prompts.NOT_FOUND.format(escalation=ctx.escalation)
     assert "no passage supports the question" in (result["fallback_reason"] or "")
-    assert result["signals"]["support"] < ctx.support_threshold
+    assert result["signals"]["support"] < result["signals"]["support_threshold"]
     assert model.calls == [] and result["reground_attempts"] == 0, "a first turn has no other query to try"
     assert result["citations"] == []
 
@@ -197,3 +197,12 @@ def test_every_result_says_what_kind_of_reply_it_is(tmp_path: Path, hr_store: An
     graph = build_graph(chat_model=ScriptedChatModel(), store=hr_store, checkpointer=InMemorySaver())
     (empty,) = turns(graph, context, "   ")
     assert empty["kind"] == "abstain" and empty["fallback_reason"] == "empty question"
+
+
+def test_the_support_threshold_comes_from_the_calibration_file(tmp_path: Path) -> None:
+    from reground.graph.context import DEFAULT_SUPPORT_THRESHOLD
+
+    assert Context(data_dir=str(tmp_path)).resolved_support_threshold() == DEFAULT_SUPPORT_THRESHOLD
+    (tmp_path / "calibration.json").write_text(json.dumps({"support_threshold": 0.42}), encoding="utf-8")
+    assert Context(data_dir=str(tmp_path)).resolved_support_threshold() == 0.42
+    assert Context(data_dir=str(tmp_path), support_threshold=0.0).resolved_support_threshold() == 0.0
