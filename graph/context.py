@@ -334,21 +334,13 @@ class Context(EnvSettings):
             "chat model writes the reply from the passages and those sentences (a capable model)."
         ),
     )
-    extract_sentences: int = Field(
-        default=1,
-        ge=1,
+    answer_length: Literal["sentence", "paragraph"] = Field(
+        default="sentence",
         description=(
-            "Sentences an extracted reply may hold: 1 for chat replies (doc2dial's agents answer in one sentence); "
-            "more for paragraph answers (MTRAG-UN's references run to ~75 words: 3)."
-        ),
-    )
-    evidence_sentence_ratio: float = Field(
-        default=0.8,
-        gt=0.0,
-        le=1.0,
-        description=(
-            "An extracted reply adds the next-best sentence (up to extract_sentences) while its evidence score is "
-            "at least this share of the best one's."
+            "How long an extracted reply is. 'sentence' (chat replies, like doc2dial's agents): the best sentence, "
+            "plus the next-best one of the same passage when it scores at least 90% as well, in reading order. "
+            "'paragraph' (answers like MTRAG-UN's ~75-word references): up to 3 sentences of the passages that score "
+            "at least half as well as the best."
         ),
     )
     use_self_check: bool = Field(

@@ -57,6 +57,7 @@ class EvidenceItem(TypedDict):
     lexical: float
     dense: float
     dense_dialogue: float
+    order: int
 
 
 class ClarifyOption(TypedDict):

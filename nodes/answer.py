@@ -129,6 +129,16 @@ def answer_sample(messages: Sequence[Any], env: NodeEnv, temperature: float) -> 
     return reply.answer, list(reply.helpful)
 
 
+# answer_length -> (at most this many sentences, each scoring at least this share of the best, from its passage only)
+ANSWER_LENGTHS: dict[str, tuple[int, float, bool]] = {"sentence": (2, 0.9, True), "paragraph": (3, 0.5, False)}
+
+
+def extracted_sentences(evidence: Sequence[Evidence], length: str) -> tuple[str, list[int]]:
+    """The reply an extract-style answer gives at a length (measured on doc2dial and MTRAG-UN dev: evals/README.md)."""
+    most, ratio, same_passage = ANSWER_LENGTHS[length]
+    return extractive_answer(evidence, most, ratio, same_passage=same_passage)
+
+
 def with_gap(text: str, state: State, env: NodeEnv) -> tuple[str, str]:
     """(reply, kind): a reply to a question the passages only partly cover says what they do not mention."""
     covered = state.get("signals", {}).get("coverage", 1.0)
@@ -142,7 +152,7 @@ def with_gap(text: str, state: State, env: NodeEnv) -> tuple[str, str]:
 def extracted(state: State, env: NodeEnv, passages: Sequence[Passage], evidence: Sequence[Evidence]) -> dict[str, Any]:
     """The extract style: the best evidence sentences as the reply, their passages as the helpful ones."""
     context = env.context
-    text, helpful = extractive_answer(evidence, context.extract_sentences, context.evidence_sentence_ratio)
+    text, helpful = extracted_sentences(evidence, context.answer_length)
     if not text:
         env.stats.notes.append("no passage sentence to answer with")
         return {"judgements": [], "draft": not_found_draft(passages, state, context.escalation), "draft_checked": False}

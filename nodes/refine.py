@@ -12,10 +12,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 from reground.graph.context import Context
 from reground.graph.state import Draft, State
-from reground.nodes.answer import JSON_OVERHEAD_TOKENS, cap_sentences, make_draft
+from reground.nodes.answer import JSON_OVERHEAD_TOKENS, cap_sentences, extracted_sentences, make_draft
 from reground.nodes.common import NodeEnv, evidence_of, grounded_messages, question_of
 from reground.tools.chat import LLMReplyError
-from reground.tools.evidence import extractive_answer
 from reground.tools.scoring import majority_best, weighted_improvement
 from reground.tools.structured import call_json
 
@@ -53,7 +52,7 @@ def refine(state: State, env: NodeEnv) -> dict[str, Any]:
     # One candidate per failing principle; sequential so the local server's prefix cache serves them.
     for principle in failing:
         if principle == "relevance" and context.relevance_refinement == "extractive":
-            text, _ = extractive_answer(evidence, context.extract_sentences, context.evidence_sentence_ratio)
+            text, _ = extracted_sentences(evidence, context.answer_length)
             if text:
                 candidates.append(make_draft(text, passages, state, evidence))
             continue

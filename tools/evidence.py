@@ -44,6 +44,7 @@ class Evidence:
     lexical: float
     dense: float
     dense_dialogue: float = 0.0  # cosine with the question in its dialogue (the history query), when one was given
+    order: int = 0  # the sentence's place in the passages (passage by passage, in reading order)
 
 
 def sentence_spans(text: str) -> list[tuple[int, int, str]]:
@@ -103,7 +104,12 @@ def rank_evidence(
         dense = [float(x) for x in np.asarray(sentence_vectors) @ np.asarray(question_vector)]
     ranked = [
         Evidence(
-            text=text, passage=number, score=lexical[i] + dense_weight * dense[i], lexical=lexical[i], dense=dense[i]
+            text=text,
+            passage=number,
+            score=lexical[i] + dense_weight * dense[i],
+            lexical=lexical[i],
+            dense=dense[i],
+            order=i,
         )
         for i, (number, text) in enumerate(sentences)
     ]
@@ -210,15 +216,19 @@ def relevance_parts(answer: str, evidence: Sequence[Evidence], previous_reply: s
 
 
 def extractive_answer(
-    evidence: Sequence[Evidence], max_sentences: int = 1, ratio: float = 1.0
+    evidence: Sequence[Evidence], max_sentences: int = 1, ratio: float = 1.0, *, same_passage: bool = False
 ) -> tuple[str, list[int]]:
     """The best evidence sentences in the documents' own words, with the passages they come from: the best one,
-    then each next one while it scores at least `ratio` of the best (up to `max_sentences`)."""
+    then the next-best ones while they score at least `ratio` of the best (up to `max_sentences`; with
+    `same_passage`, only sentences of the best one's passage), in reading order."""
     if not evidence:
         return "", []
-    picked = [evidence[0]]
-    for item in evidence[1:max_sentences]:
-        if item.score < ratio * evidence[0].score:
+    best = evidence[0]
+    picked = [best]
+    for item in evidence[1:]:
+        if len(picked) >= max_sentences or item.score < ratio * best.score:
             break
-        picked.append(item)
+        if not same_passage or item.passage == best.passage:
+            picked.append(item)
+    picked.sort(key=lambda e: e.order)
     return " ".join(e.text for e in picked), sorted({e.passage for e in picked})

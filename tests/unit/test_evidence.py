@@ -63,3 +63,18 @@ def test_the_extractive_answer_is_the_best_sentence_and_its_passage() -> None:
     text, cited = extractive_answer(evidence)
     assert text == "Carried-over days must be taken by 31 March." and cited == [2]
     assert extractive_answer([]) == ("", [])
+
+
+def test_an_extracted_reply_adds_a_close_sentence_of_the_same_passage_in_reading_order() -> None:
+    from reground.tools.evidence import Evidence, extractive_answer
+
+    exception = Evidence("If you were ill, carried-over days stay for 15 months.", 1, 0.51, 0.2, 0.3, order=3)
+    rule = Evidence("Carried-over days must be taken by 31 March.", 1, 0.48, 0.2, 0.3, order=2)
+    other = Evidence("Days beyond the limit expire in December.", 2, 0.47, 0.1, 0.3, order=7)
+    text, passages = extractive_answer([exception, rule, other], 2, 0.9, same_passage=True)
+    assert text == f"{rule.text} {exception.text}" and passages == [1], "both, the rule first as the passage has it"
+    text, passages = extractive_answer([exception, other, rule], 2, 0.9, same_passage=True)
+    assert text == f"{rule.text} {exception.text}", "a sentence of another passage is skipped, not an end"
+    assert extractive_answer([exception, rule], 2, 0.99, same_passage=True)[0] == exception.text, "not close enough"
+    text, passages = extractive_answer([exception, other], 3, 0.5)
+    assert passages == [1, 2] and text.startswith(exception.text)
