@@ -12,7 +12,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from reground.graph.context import Context
-from reground.graph.state import State
+from reground.graph.state import Draft, State
 from reground.prompts import answer as answer_prompts
 from reground.prompts.formatting import format_conversation, format_history, format_passages
 from reground.tools.answerability import depends_on_dialogue
@@ -24,6 +24,7 @@ from reground.tools.types import Passage
 
 __all__ = [
     "NodeEnv",
+    "current_draft",
     "evidence_for",
     "evidence_of",
     "format_conversation",
@@ -94,3 +95,11 @@ def evidence_for(state: State, passages: Sequence[Passage], env: NodeEnv) -> lis
 def evidence_of(state: State) -> list[Evidence]:
     """The ranked evidence triage kept in state."""
     return [Evidence(**item) for item in state.get("evidence", [])]
+
+
+def current_draft(state: State, node: str) -> Draft:
+    """The draft a node after the answer works on (the wiring guarantees one: its absence is a bug)."""
+    draft = state.get("draft")
+    if draft is None:
+        raise ValueError(f"{node} ran without a draft answer")
+    return draft

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 from reground.graph.state import Draft, State
-from reground.nodes.common import NodeEnv, grounded_messages
+from reground.nodes.common import NodeEnv, current_draft, grounded_messages
 from reground.tools.chat import LLMReplyError
 from reground.tools.scoring import k_precision, rouge_l
 from reground.tools.structured import call_json
@@ -51,9 +51,7 @@ def weighted_score(parts: dict[str, float], weights: dict[str, float]) -> float:
 
 def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
-    draft = state.get("draft")
-    if draft is None:
-        raise ValueError("check_groundedness ran without a draft answer")
+    draft = current_draft(state, "check_groundedness")
     passages = list(state.get("passages", []))
     if draft["kind"] == "not_found" or not passages:
         # An honest "not in the documents" is not a hallucination.

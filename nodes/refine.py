@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from reground.graph.context import Context
 from reground.graph.state import Draft, State
 from reground.nodes.answer import JSON_OVERHEAD_TOKENS, cap_sentences, extracted_sentences, make_draft
-from reground.nodes.common import NodeEnv, evidence_of, grounded_messages, question_of
+from reground.nodes.common import NodeEnv, current_draft, evidence_of, grounded_messages, question_of
 from reground.tools.chat import LLMReplyError
 from reground.tools.scoring import majority_best, weighted_improvement
 from reground.tools.structured import call_json
@@ -41,9 +41,7 @@ def thresholds_of(c: Context) -> dict[str, float]:
 
 def refine(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
-    current = state.get("draft")
-    if current is None:
-        raise ValueError("refine ran without a draft answer")
+    current = current_draft(state, "refine")
     passages = list(state.get("passages", []))
     failing = failing_principles(current, thresholds_of(context)) or list(PRINCIPLES)
     env.progress("refine", "refining the answer", principles=failing)

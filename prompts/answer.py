@@ -1,26 +1,15 @@
 """The shared prompt prefix of a turn and the answer task (HR chatbot answer rules)."""
 
-from reground.prompts.fence import FENCE_CLOSE, FENCE_OPEN, QUOTED_RULE
+from reground.prompts.fence import PASSAGES_AND_CONVERSATION, QUOTED_RULE
 
 # Every call of a turn after retrieval starts with this system message, byte for byte, so the
 # server's prompt-prefix cache serves the passages and conversation once per turn. The passages sit inside the
 # prompt fence (prompts/fence.py): quoted material, never instructions.
 SHARED_PREFIX = (
-    """You are a careful assistant that answers questions from the documents below only. """
+    "You are a careful assistant that answers questions from the documents below only. "
     + QUOTED_RULE
-    + """
-
-Passages:
-"""
-    + FENCE_OPEN
-    + """
-{passages}
-"""
-    + FENCE_CLOSE
-    + """
-
-Conversation so far:
-{conversation}"""
+    + "\n\n"
+    + PASSAGES_AND_CONVERSATION
 )
 
 PASSAGE = "[{number}] {title}{section} ({url})\n{text}"
