@@ -6,6 +6,9 @@ the model put on its number, renormalised over the valid numbers, so a small mod
 reply that starts with something else only lowers `coverage` (the mass on valid numbers), which callers read as
 "unsure". An endpoint that returns no log-probabilities gets a one-hot distribution on the number its text
 starts with (the tolerant path), or none.
+
+The options are the numbers 0..n-1 by default, or any small non-negative numbers a caller names (a 1-5 rating
+scale: `options=(1, 2, 3, 4, 5)`); a digit the model gives outside them counts as off-format, like a word.
 """
 
 from __future__ import annotations
@@ -26,33 +29,58 @@ TOP_LOGPROBS = 20
 _LEADING_NUMBER = re.compile(r"^\W*(\d{1,2})\b")
 
 
+Options = int | Sequence[int]
+
+
+def option_numbers(options: Options) -> tuple[int, ...]:
+    """The option numbers: 0..options-1 for a count, else the numbers given (distinct, in the order given)."""
+    numbers = tuple(range(options)) if isinstance(options, int) else tuple(dict.fromkeys(int(o) for o in options))
+    if not numbers or min(numbers) < 0:
+        raise ValueError(f"options must be non-negative numbers, got {options!r}")
+    return numbers
+
+
 @dataclass(frozen=True)
 class Choice:
-    """The model's distribution over options 0..n (index = option number)."""
+    """The model's distribution over the options: probabilities[i] belongs to option number labels[i] (no labels:
+    options 0..n-1, index = option number)."""
 
     probabilities: tuple[float, ...]
     coverage: float  # the share of the first token's probability mass that fell on a valid number
     source: str  # "logprobs" | "text" | "none"
+    labels: tuple[int, ...] = ()
+
+    @property
+    def options(self) -> tuple[int, ...]:
+        return self.labels or tuple(range(len(self.probabilities)))
 
     @property
     def best(self) -> int:
         """The most likely option (ties: the lower number)."""
-        return max(range(len(self.probabilities)), key=lambda i: (self.probabilities[i], -i))
+        ranked = zip(self.options, self.probabilities, strict=True)
+        return max(ranked, key=lambda pair: (pair[1], -pair[0]))[0]
 
     def probability(self, option: int) -> float:
-        return self.probabilities[option] if 0 <= option < len(self.probabilities) else 0.0
+        return dict(zip(self.options, self.probabilities, strict=True)).get(option, 0.0)
+
+    @property
+    def mean(self) -> float:
+        """The probability-weighted mean option number (G-Eval's score: the sum of p(s) * s); 0 with no mass."""
+        return sum(p * o for o, p in zip(self.options, self.probabilities, strict=True))
 
 
-def distribution_from_logprobs(top: Sequence[dict[str, Any]], options: int) -> tuple[tuple[float, ...], float]:
-    """(probabilities of options 0..options-1, coverage) from one token's top_logprobs entries."""
-    mass = [0.0] * options
+def distribution_from_logprobs(top: Sequence[dict[str, Any]], options: Options) -> tuple[tuple[float, ...], float]:
+    """(probabilities of the options in order, coverage) from one token's top_logprobs entries."""
+    numbers = option_numbers(options)
+    index = {str(number): i for i, number in enumerate(numbers)}
+    mass = [0.0] * len(numbers)
     total = 0.0
     for entry in top:
         probability = math.exp(float(entry.get("logprob", -math.inf)))
         total += probability
         token = str(entry.get("token", "")).strip()
-        if token.isdigit() and int(token) < options:
-            mass[int(token)] += probability
+        if token.isdigit() and str(int(token)) in index:
+            mass[index[str(int(token))]] += probability
     valid = sum(mass)
     if valid <= 0.0:
         return tuple(0.0 for _ in mass), 0.0
@@ -72,21 +100,24 @@ def first_token_logprobs(message: BaseMessage) -> list[dict[str, Any]]:
 def choose(
     model: BaseChatModel,
     messages: Sequence[BaseMessage],
-    options: int,
+    options: Options,
     stats: CallStats,
     *,
     tags: Sequence[str] = (),
 ) -> Choice:
-    """Ask for one number in 0..options-1 and read the model's distribution over them (one short call)."""
+    """Ask for one number among the options (0..options-1, or the numbers given) and read the model's
+    distribution over them (one short call)."""
+    numbers = option_numbers(options)
+    labels = () if isinstance(options, int) else numbers
     kwargs: dict[str, Any] = {**token_cap(model, 1), "logprobs": True, "top_logprobs": TOP_LOGPROBS}
     reply = invoke_model(model, messages, stats, tags, **kwargs)
     top = first_token_logprobs(reply)
     if top:
-        probabilities, coverage = distribution_from_logprobs(top, options)
+        probabilities, coverage = distribution_from_logprobs(top, numbers)
         if coverage > 0.0:
-            return Choice(probabilities, coverage, "logprobs")
+            return Choice(probabilities, coverage, "logprobs", labels)
     match = _LEADING_NUMBER.match(message_text(reply))
-    if match and int(match.group(1)) < options:
+    if match and int(match.group(1)) in numbers:
         picked = int(match.group(1))
-        return Choice(tuple(1.0 if i == picked else 0.0 for i in range(options)), 1.0, "text")
-    return Choice(tuple(0.0 for _ in range(options)), 0.0, "none")
+        return Choice(tuple(1.0 if n == picked else 0.0 for n in numbers), 1.0, "text", labels)
+    return Choice(tuple(0.0 for _ in numbers), 0.0, "none", labels)
