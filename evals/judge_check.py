@@ -11,7 +11,10 @@ same retrieved passages):
 
 Balanced accuracy (the mean of the accuracy on hallucinated and on faithful items) is 0.5 for a
 constant judge, whatever the label mix; below `TRUST_THRESHOLD` the judge's rate is reported as
-untrusted. Writes `RUN/judge_check.json`.
+untrusted. The judge reads its verdict from the token log-probabilities (evals/judges.py), so the check also
+reports the ROC AUC of its probability of "hallucinated" over the readable items: 0.5 is no signal, and an AUC
+well above a balanced accuracy near 0.5 says the judge ranks the items but its yes/no is biased. Writes
+`RUN/judge_check.json`.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from reground.evals.answers import judge_inputs, latest_by_case, passage_texts, read_jsonl
-from reground.evals.judges import hallucination
+from reground.evals.judges import Judgement, hallucination
 from reground.prompts.answer import NOT_FOUND
+from reground.prompts.judges import HALLUCINATED
 
 TRUST_THRESHOLD = 0.7
 KINDS = ("faithful", "unsupported", "honest")
@@ -73,8 +77,24 @@ def validation_items(rows: Sequence[Mapping[str, Any]], *, n: int = 40, seed: in
     return items
 
 
-def score_verdicts(items: Sequence[Mapping[str, Any]], verdicts: Sequence[bool | None]) -> dict[str, Any]:
-    """Accuracy per kind, balanced accuracy, unparseable count, and whether the judge is trusted."""
+def roc_auc(labels: Sequence[bool], scores: Sequence[float]) -> float | None:
+    """The probability that a random positive scores above a random negative (ties count half); None if a class
+    is missing."""
+    positives = [s for s, y in zip(scores, labels, strict=True) if y]
+    negatives = [s for s, y in zip(scores, labels, strict=True) if not y]
+    if not positives or not negatives:
+        return None
+    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
+    return wins / (len(positives) * len(negatives))
+
+
+def score_verdicts(
+    items: Sequence[Mapping[str, Any]],
+    verdicts: Sequence[bool | None],
+    p_hallucinated: Sequence[float | None] | None = None,
+) -> dict[str, Any]:
+    """Accuracy per kind, balanced accuracy, unparseable count, and whether the judge is trusted; with the judge's
+    probabilities of "hallucinated" (None where unreadable), their ROC AUC too."""
     per_kind: dict[str, dict[str, int]] = {}
     for item, verdict in zip(items, verdicts, strict=True):
         counts = per_kind.setdefault(item["kind"], {"n": 0, "correct": 0, "unparseable": 0})
@@ -91,7 +111,7 @@ def score_verdicts(items: Sequence[Mapping[str, Any]], verdicts: Sequence[bool |
     on_positive = accuracy([(i, v) for i, v in pairs if i["hallucinated"]])
     on_negative = accuracy([(i, v) for i, v in pairs if not i["hallucinated"]])
     balanced = (on_positive + on_negative) / 2 if on_positive is not None and on_negative is not None else None
-    return {
+    scored: dict[str, Any] = {
         "n": len(items),
         "accuracy": accuracy(pairs),
         "balanced_accuracy": balanced,
@@ -100,6 +120,14 @@ def score_verdicts(items: Sequence[Mapping[str, Any]], verdicts: Sequence[bool |
         "trusted": balanced is not None and balanced >= TRUST_THRESHOLD,
         "trust_threshold": TRUST_THRESHOLD,
     }
+    if p_hallucinated is not None:
+        readable = [(i["hallucinated"], p) for i, p in zip(items, p_hallucinated, strict=True) if p is not None]
+        scored["auc"] = roc_auc([y for y, _ in readable], [p for _, p in readable])
+    return scored
+
+
+def _p_hallucinated(judgement: Judgement) -> float | None:
+    return None if judgement.value is None else judgement.probabilities.get(HALLUCINATED)
 
 
 def check_hallucination_judge(
@@ -122,7 +150,9 @@ def check_hallucination_judge(
         "judge_model": judge_model_spec,
         "items_from": system,
         "seed": seed,
-        **score_verdicts(items, [j.value for j in judged]),
+        **score_verdicts(items, [j.value for j in judged], [_p_hallucinated(j) for j in judged]),
+        "sources": {s: sum(j.source == s for j in judged) for s in sorted({j.source for j in judged})},
+        "mean_coverage": sum(j.coverage for j in judged) / len(judged),
         "examples": [
             {"kind": i["kind"], "answer": i["answer"], "verdict": j.value, "raw": j.raw[:300]}
             for i, j in list(zip(items, judged, strict=True))[:9]

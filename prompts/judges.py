@@ -1,7 +1,8 @@
 """Prompts of the LLM judges used by evals (not by the graph): G-Eval ratings, a Prometheus-style
 rubric, a position-swapped pairwise judge and ReGround's hallucination judge with our few-shot
-examples. Each prompt ends in one fixed verdict line so small models can be parsed; the parsers in
-`reground.evals.judges` also accept the usual variants (JSON, "4/5", "**4**", verdict words).
+examples. Each prompt asks for its verdict as one number and nothing else: `reground.evals.judges` reads the
+model's probabilities of the valid numbers from the first token's log-probabilities (tools/choice.py), so no
+reply text is parsed. The numbers each prompt names are the constants below, which the judges read with.
 
 The passages sit inside the prompt fence (prompts/fence.py) and the judge is told once that they are quoted.
 """
@@ -62,6 +63,8 @@ GEVAL_DIMENSIONS: dict[str, dict[str, str]] = {
     },
 }
 
+RATING_SCALE = (1, 2, 3, 4, 5)  # G-Eval and the rubric: the score is the probability-weighted mean over these
+
 GEVAL_TASK = """You will rate one answer of an assistant on one quality.
 
 Evaluation criterion:
@@ -73,8 +76,7 @@ Evaluation steps:
 Answer to rate:
 {answer}
 
-Reply with one line and nothing else, in this form:
-Score: <an integer from 1 to 5>"""
+Reply with the score only: a single digit from 1 to 5, and nothing else."""
 
 # --- Prometheus-style rubric scorer (Kim et al. 2024) --------------------------------------------
 
@@ -88,8 +90,8 @@ DEFAULT_RUBRIC = {
 }
 
 RUBRIC_TASK = """###Task: An answer to evaluate, a reference answer that would score 5, and a \
-score rubric are given. Write short feedback that assesses the answer strictly by the rubric, \
-then give an integer score from 1 to 5. End with the line "[RESULT] <score>".
+score rubric are given. Assess the answer strictly by the rubric and give it an integer score \
+from 1 to 5.
 
 ###Answer to evaluate:
 {answer}
@@ -105,28 +107,35 @@ Score 3: {score3}
 Score 4: {score4}
 Score 5: {score5}
 
-###Feedback:"""
+Reply with the score only: a single digit from 1 to 5, and nothing else."""
 
 NO_REFERENCE = "(none given: judge by the passages and the rubric alone)"
 
 # --- Pairwise A / B / tie (MT-bench style; ProMiSe's impartial, position-aware judge) ------------
 
-PAIRWISE_TASK = """Act as an impartial judge and compare two answers, A and B, to the user's last \
+# The digits of the reply: the answer shown first is better, the one shown second, or a tie.
+PAIRWISE_FIRST, PAIRWISE_SECOND, PAIRWISE_TIE = 1, 2, 3
+
+PAIRWISE_TASK = """Act as an impartial judge and compare two answers, 1 and 2, to the user's last \
 question. Prefer the answer that is correct and supported by the passages, answers what was \
 asked, and is concise; an answer that admits the passages do not contain the information is \
 better than one that invents it. Do not let the order of the answers, their length or the \
 names influence you.
 
-[Answer A]
+[Answer 1]
 {answer_a}
 
-[Answer B]
+[Answer 2]
 {answer_b}
 
-Explain your reasoning in at most three sentences. Then give your verdict on the last line, \
-exactly one of: [[A]] if A is better, [[B]] if B is better, [[C]] for a tie."""
+Reply with your verdict only, a single digit and nothing else: 1 if answer 1 is better, 2 if \
+answer 2 is better, 3 if they are equally good."""
 
 # --- Hallucination judge (ReGround's definition; few-shot examples written for reground) ---------
+
+# The digits of the reply, and the verdict words the few-shot examples explain them with.
+HALLUCINATED, FAITHFUL = 1, 0
+VERDICT_NUMBERS = {"HALLUCINATED": HALLUCINATED, "FAITHFUL": FAITHFUL}
 
 HALLUCINATION_DEFINITION = """An answer HALLUCINATES if it states information that is not \
 supported by the passages: an invented fact, number, date, name, condition or step, or a \
@@ -176,8 +185,7 @@ HALLUCINATION_EXAMPLES: list[dict[str, str]] = [
 HALLUCINATION_EXAMPLE = """Passages: {passages}
 Question: {question}
 Answer: {answer}
-Reasoning: {reasoning}
-Verdict: {verdict}"""
+Verdict: {number} ({verdict}: {reasoning})"""
 
 HALLUCINATION_TASK = """Decide whether the assistant's answer to the user's last question \
 hallucinates.
@@ -191,5 +199,5 @@ Examples:
 Now the answer to judge:
 Answer: {answer}
 
-Reply with one sentence of reasoning, then a last line that is exactly "Verdict: HALLUCINATED" \
-or "Verdict: FAITHFUL"."""
+Reply with the verdict number only, a single digit and nothing else: 1 if the answer \
+HALLUCINATES, 0 if it is FAITHFUL."""

@@ -89,6 +89,30 @@ def test_structured_replies_in_every_form_against_the_real_server(
         assert isinstance(verdict, Verdict) and raw is None
 
 
+def test_a_judge_reads_its_verdict_from_the_real_servers_logprobs(
+    served: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hallucination judge asks for one digit and reads the server's top_logprobs of it (evals/judges.py)."""
+    monkeypatch.setenv("REGROUND_STATE_DIR", served["REGROUND_STATE_DIR"])
+    monkeypatch.delenv("REGROUND_LOCAL_LLM_URL", raising=False)
+    from reground.evals.judges import hallucination
+    from reground.tools.chat import CallStats
+    from reground.tools.llm import load_chat_model
+
+    stats = CallStats()
+    verdict = hallucination(
+        load_chat_model("local:default", max_tokens=320),
+        history=[],
+        question="How many days of leave do I get?",
+        answer="You get 40 days of leave and a company car.",
+        passages=["Employees get 25 days of paid leave per year."],
+        stats=stats,
+    )
+    assert verdict.source == "logprobs" and 0.0 < verdict.coverage <= 1.0, verdict.raw
+    assert sum(verdict.probabilities.values()) == pytest.approx(1.0) and set(verdict.probabilities) == {0, 1}
+    assert stats.llm_calls == 1 and stats.completion_tokens <= 1, "one call capped at one token"
+
+
 def test_serve_status_chat_structured_and_stop(served: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     status = _cli("llm", "status", env=served)
     assert status.returncode == 0 and MODEL in status.stdout and "/v1" in status.stdout

@@ -132,15 +132,16 @@ def _answer_from_prompt(messages: list[Any]) -> str:
     return f"{match.group(1).strip()} [1]" if match else "I do not know."
 
 
-def _judge_reply(messages: list[Any]) -> str:
+def _judge_reply(messages: list[Any]) -> dict[str, float]:
+    """The judge's first-token probabilities (the judges read logprobs, evals/judges.py)."""
     text = str(messages[-1].content)
-    if "Verdict: HALLUCINATED" in text:
-        return "All claims are in the passages.\nVerdict: FAITHFUL"
-    if "[RESULT]" in text:
-        return "Feedback: grounded.\n[RESULT] 4"
-    if "[[A]]" in text:
-        return "A is shown first, so [[A]]"  # a position-biased judge
-    return "Score: 4" if "Relevance" not in text else "I am not sure."
+    if "(HALLUCINATED:" in text:
+        return {"0": 0.9, "1": 0.1}  # faithful
+    if "Score 5:" in text:
+        return {"4": 1.0}  # the rubric
+    if "[Answer 1]" in text:
+        return {"1": 0.8, "2": 0.2}  # a position-biased judge: the answer shown first
+    return {"4": 1.0} if "Relevance" not in text else {"I": 0.9, "4": 0.1}  # relevance: unreadable
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""The judge check: labelled items from a run, and a constant judge is never trusted."""
+"""The judge check: labelled items from a run, a constant judge is never trusted, and the judge's verdicts and
+probabilities come from the token log-probabilities it returns."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import BaseMessage
 from reground.evals.answers import summarize_run
-from reground.evals.judge_check import check_hallucination_judge, score_verdicts, validation_items
+from reground.evals.judge_check import check_hallucination_judge, roc_auc, score_verdicts, validation_items
 from reground.evals.report import write_report
 from reground.tools.fake_chat import ScriptedChatModel
 
@@ -69,12 +70,24 @@ def test_a_constant_judge_scores_half_whatever_the_label_mix() -> None:
     assert unparsed["unparseable"] == 6 and unparsed["balanced_accuracy"] == 0.0
 
 
-def _oracle(messages: Sequence[BaseMessage]) -> str:
-    """A judge that reads the prompt: faithful iff the judged answer is in the passages or declines."""
+def _oracle(messages: Sequence[BaseMessage]) -> dict[str, float]:
+    """A judge that reads the prompt: faithful iff the judged answer is in the passages or declines; it puts 0.8 of
+    its first token on the right number (1 = hallucinated, 0 = faithful)."""
     text = str(messages[0].content)
     answer = text.rsplit("Answer:", 1)[1].split("\n")[0].strip()
     grounded = answer in text.split("Examples:")[0] or "could not find" in answer
-    return "Verdict: FAITHFUL" if grounded else "Reasoning: not in the passages.\nVerdict: HALLUCINATED"
+    return {"0": 0.8, "1": 0.2} if grounded else {"1": 0.8, "0": 0.2}
+
+
+def _ranker(messages: Sequence[BaseMessage]) -> dict[str, float]:
+    """A biased judge: always more sure of 'hallucinated', but more so for the answers that are."""
+    return {"1": 0.6, "0": 0.4} if _oracle(messages)["0"] == 0.8 else {"1": 0.9, "0": 0.1}
+
+
+def test_auc_is_one_for_a_perfect_ranking_half_for_none_and_needs_both_classes() -> None:
+    assert roc_auc([True, False, True, False], [0.9, 0.1, 0.8, 0.2]) == 1.0
+    assert roc_auc([True, False], [0.5, 0.5]) == 0.5
+    assert roc_auc([True, True], [0.9, 0.1]) is None
 
 
 def test_check_on_a_run_writes_the_file_the_summary_and_report_pick_up(tmp_path: Path) -> None:
@@ -88,10 +101,20 @@ def test_check_on_a_run_writes_the_file_the_summary_and_report_pick_up(tmp_path:
 
     oracle = ScriptedChatModel(script={"other": [_oracle] * 6})
     result = check_hallucination_judge(run, oracle, judge_model_spec="scripted", n=6)
-    assert result["balanced_accuracy"] == 1.0 and result["trusted"]
-    constant = ScriptedChatModel(script={"other": ["The answer hallucinates."]})
+    assert result["balanced_accuracy"] == 1.0 and result["trusted"] and result["auc"] == 1.0
+    assert result["sources"] == {"logprobs": 6} and result["mean_coverage"] == 1.0
+    assert result["examples"][0]["raw"] == "logprobs coverage=1.000 0=0.800 1=0.200"
+    # Always "hallucinated", yet its probabilities rank the items: balanced accuracy 0.5, AUC 1.
+    ranker = ScriptedChatModel(script={"other": [_ranker]})
+    result = check_hallucination_judge(run, ranker, judge_model_spec="ranker", n=6)
+    assert result["balanced_accuracy"] == 0.5 and result["auc"] == 1.0 and not result["trusted"]
+    # A judge whose first token is mostly not a number: every verdict unreadable, counted, not guessed.
+    mumbling = ScriptedChatModel(script={"other": [{"The": 0.7, "1": 0.3}]})
+    result = check_hallucination_judge(run, mumbling, judge_model_spec="mumbling", n=6)
+    assert result["unparseable"] == 6 and result["balanced_accuracy"] == 0.0 and result["auc"] is None
+    constant = ScriptedChatModel(script={"other": [{"1": 1.0}]})
     result = check_hallucination_judge(run, constant, judge_model_spec="constant", n=6)
-    assert result["balanced_accuracy"] == 0.5 and not result["trusted"]
+    assert result["balanced_accuracy"] == 0.5 and not result["trusted"] and result["auc"] == 0.5
 
     summary = summarize_run(run, [str(r["case_id"]) for r in rows])
     assert summary["judge_check"]["judge_model"] == "constant" and "examples" not in summary["judge_check"]
