@@ -321,7 +321,9 @@ class SearchIndex:
         allowed = loaded.allowed(scope)
         if loaded.dense == "hnsw":
             return self._ann_search(loaded, query, k, allowed)
-        scores = loaded.vectors @ query / max(float(np.linalg.norm(query)), 1e-12)
+        # One thread, no BLAS: a multi-threaded BLAS matrix-vector product has a ~20 ms floor on a busy 2-core
+        # machine (threads waking up), where this takes 0.1 ms for 2,000 chunks and 2.5 ms for 20,000.
+        scores = np.einsum("ij,j->i", loaded.vectors, query) / max(float(np.linalg.norm(query)), 1e-12)
         if allowed is not None:
             scores = np.where(allowed, scores, -np.inf)
         k = min(k, int(np.isfinite(scores).sum()))

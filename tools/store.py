@@ -102,6 +102,18 @@ class EmbeddingMismatchError(StoreError):
     """A collection opened with another embedding model than the one its vectors come from."""
 
 
+def _paged(collection: Any, include: list[str], field: Any) -> Iterator[tuple[str, Any]]:
+    """(id, field value) of every row, read SNAPSHOT_PAGE rows at a time: one read of a whole 200,000-chunk
+    collection fails in Chroma ("too many SQL variables")."""
+    offset = 0
+    while True:
+        page = collection.get(include=include, limit=SNAPSHOT_PAGE, offset=offset)
+        yield from zip(page["ids"], field(page) or [], strict=False)
+        if len(page["ids"]) < SNAPSHOT_PAGE:
+            return
+        offset += SNAPSHOT_PAGE
+
+
 def generation_for(doc_id: str, content_hash: str) -> str:
     """Deterministic per document content: two writers of the same content write the same rows."""
     return hashlib.sha256(f"{doc_id}\0{content_hash}".encode()).hexdigest()[:12]
@@ -286,8 +298,7 @@ class PassageStore:
     # --- the manifest ----------------------------------------------------------------------
 
     def _manifest_records(self) -> dict[str, dict[str, Any]]:
-        got = self._manifest.get(include=["metadatas"])
-        return {i: dict(m or {}) for i, m in zip(got["ids"], got["metadatas"] or [], strict=False)}
+        return {i: dict(m or {}) for i, m in _paged(self._manifest, ["metadatas"], lambda page: page["metadatas"])}
 
     def _version(self) -> str:
         got = self._manifest.get(ids=[VERSION_ID], include=["metadatas"])
@@ -366,10 +377,9 @@ class PassageStore:
         since another machine's writer may be about to flip to them. Call with the write lock held.
         """
         records = {d: m for d, m in self._manifest_records().items() if d != VERSION_ID}
-        got = self._chunks.get(include=["metadatas"])
         counts: dict[tuple[str, str], int] = {}
         rows: list[tuple[str, str, str, float]] = []
-        for chunk_id, meta in zip(got["ids"], got["metadatas"] or [], strict=False):
+        for chunk_id, meta in _paged(self._chunks, ["metadatas"], lambda page: page["metadatas"]):
             meta = meta or {}
             key = (str(meta.get("doc_id")), str(meta.get("generation")))
             counts[key] = counts.get(key, 0) + 1

@@ -165,3 +165,32 @@ def test_hnsw_dense_search_finds_what_exact_search_finds(store: PassageStore) ->
         IndexSettings(dense="faiss")
     with pytest.raises(MetadataFilterError):
         hnsw.dense_search(store.embedder.embed_query("annual leave"), 2, where={"$or": []})
+
+
+def test_hnsw_search_keeps_to_the_scope_like_exact_search(hr_store: Any) -> None:
+    from reground.tools.search_index import IndexSettings, SearchIndex
+
+    exact = SearchIndex(hr_store, IndexSettings(dense="exact"))
+    hnsw = SearchIndex(hr_store, IndexSettings(dense="hnsw", ann_oversample=1))  # widening needed for the scope
+    vector = hr_store.embedder.embed_query("How many vacation days do I get?")
+    for where in ({"country": "DE"}, {"country": "US"}, None):
+        want = [c["chunk_id"] for c, _ in exact.dense_search(vector, 3, where=where)]
+        got = [c["chunk_id"] for c, _ in hnsw.dense_search(vector, 3, where=where)]
+        assert got == want and len(got) == 3
+        if where:
+            hits = hnsw.dense_search(vector, 3, where)
+            assert all(c["metadata"]["country"] in (where["country"], "all") for c, _ in hits)
+
+
+def test_reads_of_the_whole_collection_go_page_by_page(
+    store: PassageStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import reground.tools.store as store_module
+
+    whole = store.load_snapshot()
+    monkeypatch.setattr(store_module, "SNAPSHOT_PAGE", 1)  # every read of the collection takes several pages
+    paged = store.load_snapshot()
+    assert sorted(c["chunk_id"] for c in paged.chunks) == sorted(c["chunk_id"] for c in whole.chunks)
+    assert len(paged.chunks) >= 2 and len(paged.row_ids) == len(paged.chunks) == len(paged.vectors)
+    assert store.repair() == {"dropped": [], "leftovers_deleted": 0}
+    assert set(store.document_hashes()) == {"leave", "bikes"}
