@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from reground.graph.state import Draft, State
 from reground.nodes.common import NodeEnv, current_draft, grounded_messages
 from reground.tools.chat import LLMReplyError
+from reground.tools.evidence import quoted_verbatim
 from reground.tools.scoring import k_precision, rouge_l
 from reground.tools.structured import call_json
 
@@ -61,6 +62,13 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
         }
     env.progress("check_groundedness", "checking the answer against the passages")
     texts = [p["text"] for p in passages]
+    if quoted_verbatim(draft["text"], texts):
+        env.stats.notes.append("groundedness 1.00: every sentence of the answer is quoted from a passage")
+        verbatim = {"verbatim": 1.0}
+        return {
+            "draft": Draft(**{**draft, "groundedness": 1.0, "groundedness_parts": verbatim, "unsupported_claims": []}),
+            "draft_checked": True,
+        }
     knowledge = "\n".join(texts)
     store = env.services.passage_store(context)
     vectors = store.embeddings_for([p["chunk_id"] for p in passages])

@@ -180,6 +180,14 @@ def turn_evidence(
     return [e for e in ranked if not repeats(e.text, said)]
 
 
+def quoted_verbatim(answer: str, texts: Sequence[str]) -> bool:
+    """Whether every sentence of the answer stands word for word in the passages (an extracted reply does): such an
+    answer is grounded by construction, whatever a sentence-to-passage cosine or a small judge would say."""
+    body = " ".join(" ".join(text.split()) for text in texts)
+    parts = text_sentences(strip_citations(answer))
+    return bool(parts) and all(part in body for part in parts)
+
+
 def strip_citations(text: str) -> str:
     return " ".join(_CITATION.sub("", text).split())
 

@@ -78,7 +78,8 @@ def test_the_prompt_shows_the_closest_passage_sentences(hr_store: Any, context: 
 
 
 def test_the_judge_runs_when_the_cheap_score_is_near_the_threshold(hr_store: Any, hr_store_dir: str) -> None:
-    model = ScriptedChatModel(script={"answer": [first_passage_reply]})
+    paraphrase = "Full-time employees in Germany receive 30 working days of paid annual leave [1]."  # not verbatim
+    model = ScriptedChatModel(script={"answer": [paraphrase]})
     context = Context(collection="test-hr", data_dir=hr_store_dir, llm_judge_band=1.0, answer_style="write")
     ask(model, hr_store, context, QUESTION)
     assert model.calls_for("groundedness") >= 1

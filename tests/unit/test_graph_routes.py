@@ -171,10 +171,17 @@ def test_empty_question_gets_a_clear_answer_without_any_llm_call(hr_store: Any, 
 
 
 def test_an_unusable_judge_verdict_is_repaired_once_then_cheap_signals_decide(hr_store: Any, context: Context) -> None:
-    model = ScriptedChatModel(script={"groundedness": ["blah", "still blah"], "answer": [first_passage_sentence]})
+    paraphrase = "Full-time employees in Germany receive 30 working days of paid annual leave [1]."  # not verbatim
+    model = ScriptedChatModel(script={"groundedness": ["blah", "still blah"], "answer": [paraphrase]})
     result = run(make_graph(model, hr_store), context, "How many days of annual leave do full-time employees get?")
     assert model.calls_for("groundedness") >= 2, "the reply, then one repair"
     assert result["groundedness"] > 0
+
+
+def test_an_answer_quoted_word_for_word_is_grounded_without_a_judge(hr_store: Any, context: Context) -> None:
+    model = ScriptedChatModel(script={"answer": [first_passage_sentence]})
+    result = run(make_graph(model, hr_store), context, "How many days of annual leave do full-time employees get?")
+    assert model.calls_for("groundedness") == 0 and result["groundedness"] == 1.0 and result["passed"]
 
 
 def test_no_helpful_passage_means_an_honest_not_found_and_a_reground(hr_store: Any, context: Context) -> None:
