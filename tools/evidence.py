@@ -200,26 +200,29 @@ def repeats(answer: str, previous_reply: str) -> bool:
 
 
 def relevance_parts(answer: str, evidence: Sequence[Evidence], previous_reply: str = "") -> dict[str, float]:
-    """The relevance signal and its parts.
+    """The relevance signal and its parts, for the answer's sentence that answers best.
 
-    `anchor`: token F1 of the answer against the best evidence sentence (an answer to this question restates
-    it); `elsewhere`: its best token F1 against any other passage sentence (an answer that restates another
-    sentence better answers another question: the carry-over rule for "how many days do I get");
-    `novel`: 0 if the answer repeats the previous reply.
-    `relevance` = max(0, anchor - max(0, elsewhere - anchor)) x novel.
+    `anchor`: token F1 of a sentence of the answer against the best evidence sentence (an answer to this question
+    restates it); `elsewhere`: that sentence's best token F1 against any other passage sentence (an answer that
+    restates another sentence better answers another question: the carry-over rule for "how many days do I get");
+    `novel`: 0 if the answer repeats the previous reply. Per sentence, max(0, anchor - max(0, elsewhere - anchor));
+    `relevance` = the best sentence's value x novel (a second sentence that adds context costs nothing).
     """
     text = strip_citations(answer)
     if not evidence:
         return {"anchor": 0.0, "elsewhere": 0.0, "novel": 1.0, "relevance": 0.0}
-    anchor = token_f1(text, evidence[0].text)
-    elsewhere = max((token_f1(text, e.text) for e in evidence[1:]), default=0.0)
+    best = (-1.0, 0.0, 0.0)
+    for part in text_sentences(text) or [text]:
+        anchor = token_f1(part, evidence[0].text)
+        elsewhere = max((token_f1(part, e.text) for e in evidence[1:]), default=0.0)
+        best = max(best, (max(0.0, anchor - max(0.0, elsewhere - anchor)), anchor, elsewhere))
     novel = 0.0 if repeats(text, previous_reply) else 1.0
-    relevance = max(0.0, anchor - max(0.0, elsewhere - anchor)) * novel
+    score, anchor, elsewhere = best
     return {
         "anchor": round(anchor, 4),
         "elsewhere": round(elsewhere, 4),
         "novel": novel,
-        "relevance": round(relevance, 4),
+        "relevance": round(score * novel, 4),
     }
 
 

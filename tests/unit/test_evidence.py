@@ -78,3 +78,22 @@ def test_an_extracted_reply_adds_a_close_sentence_of_the_same_passage_in_reading
     assert extractive_answer([exception, rule], 2, 0.99, same_passage=True)[0] == exception.text, "not close enough"
     text, passages = extractive_answer([exception, other], 3, 0.5)
     assert passages == [1, 2] and text.startswith(exception.text)
+
+
+def test_relevance_is_the_best_answer_sentences_so_a_second_sentence_costs_nothing() -> None:
+    from reground.tools.evidence import Evidence, relevance_parts
+
+    best = Evidence("Carried-over days must be taken by 31 March.", 1, 0.6, 0.3, 0.3)
+    other = Evidence(
+        "If you could not take your leave because of illness, the carried-over days do not expire on 31 March but "
+        "stay available for 15 months.",
+        1,
+        0.5,
+        0.3,
+        0.2,
+    )
+    both = f"{best.text} {other.text}"
+    assert relevance_parts(both, [best, other])["relevance"] == 1.0
+    assert relevance_parts(other.text, [best, other])["relevance"] < 0.2, (
+        "another sentence alone answers another question"
+    )
