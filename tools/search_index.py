@@ -93,13 +93,14 @@ def matches(metadata: dict[str, Any], where: dict[str, list[str]]) -> bool:
 class IndexSettings:
     """How dense search runs. `exact`: every vector in memory, a matrix product per query (exact; memory and time
     grow with the collection). `hnsw`: the store's own approximate index (Chroma's HNSW), no vectors in memory.
-    `auto`: hnsw from `ann_min_chunks` live chunks on. Measured (evals/results/bench.json, `scale`): at 2,218
-    chunks exact search is faster (0.7 vs 17 ms a search, busy machine); at 20,000 HNSW is (3 vs 11 ms) and finds
-    the same top-10 documents (0.998); at 200,000, 7 vs 80 ms. Embedded, Chroma keeps its HNSW index in the same
-    process, so memory is no lower; with a Chroma server it is the server's."""
+    `auto`: hnsw from `ann_min_chunks` live chunks on. Measured (evals/results/bench.json, `scale`; busy machine,
+    median of a dense search): 2,218 chunks exact 0.4 ms, HNSW 6 ms; 20,000 a toss-up (6 vs 23 ms in one run, 11
+    vs 3 ms in another); 200,000 exact 42 ms, HNSW 4 ms, HNSW's top 10 holding 97% of the exact top 10's source
+    documents. Exact search grows linearly, so the switch sits between: 50,000 (~10 ms exact). Embedded, Chroma
+    keeps its HNSW index in the same process, so memory hardly drops; with a Chroma server it is the server's."""
 
     dense: str = "auto"
-    ann_min_chunks: int = 20_000
+    ann_min_chunks: int = 50_000
     ann_oversample: int = 3  # neighbours asked per wanted hit: rows outside the scope or snapshot are dropped
     sentence_cache: int = 4096  # chunks whose sentence vectors stay in memory once read
     stored_sentence_vectors: bool = True  # hand out the sentence vectors kept at ingest (False: callers embed)
