@@ -276,20 +276,17 @@ class PassageStore:
         out: list[dict[str, Any]] = []
         for collection in [name] if name is not None else names:
             try:
-                got = client.get_collection(collection + MANIFEST_SUFFIX).get(include=["metadatas"])
+                manifest = client.get_collection(collection + MANIFEST_SUFFIX)
+                records = list(_paged(manifest, ["metadatas"], lambda page: page["metadatas"]))
             except Exception:  # a collection without a manifest (not written by reground): nothing live
-                got = {"ids": [], "metadatas": []}
-            counts = {
-                doc_id: int((meta or {}).get("chunks", 0))
-                for doc_id, meta in zip(got["ids"], got["metadatas"] or [], strict=False)
-                if doc_id != VERSION_ID
-            }
+                records = []
+            counts = {doc_id: int((meta or {}).get("chunks", 0)) for doc_id, meta in records if doc_id != VERSION_ID}
             row: dict[str, Any] = {"collection": collection, "documents": len(counts), "chunks": sum(counts.values())}
             if name is not None:
                 row["document_chunks"] = [{"doc_id": d, "chunks": counts[d]} for d in sorted(counts)]
-                chunks = client.get_collection(collection).get(include=["metadatas"])
                 fields: set[str] = set()
-                for meta in chunks["metadatas"] or []:
+                rows = _paged(client.get_collection(collection), ["metadatas"], lambda page: page["metadatas"])
+                for _row, meta in rows:
                     fields.update(json.loads(str((meta or {}).get("metadata_json", "{}"))))
                 row["metadata_fields"] = sorted(fields)
             out.append(row)
