@@ -199,6 +199,12 @@ def repeats(answer: str, previous_reply: str) -> bool:
     return rouge_l(strip_citations(answer), previous_reply).precision >= REPEAT_PRECISION
 
 
+def answer_sentences(evidence: Sequence[Evidence]) -> list[Evidence]:
+    """The evidence that can answer: a sentence that asks (an FAQ's heading, "Should I bag my recyclables?") never
+    does; the sentences around it do."""
+    return [e for e in evidence if not e.text.rstrip().endswith("?")]
+
+
 def relevance_parts(answer: str, evidence: Sequence[Evidence], previous_reply: str = "") -> dict[str, float]:
     """The relevance signal and its parts, for the answer's sentence that answers best.
 
@@ -209,6 +215,7 @@ def relevance_parts(answer: str, evidence: Sequence[Evidence], previous_reply: s
     `relevance` = the best sentence's value x novel (a second sentence that adds context costs nothing).
     """
     text = strip_citations(answer)
+    evidence = answer_sentences(evidence)
     if not evidence:
         return {"anchor": 0.0, "elsewhere": 0.0, "novel": 1.0, "relevance": 0.0}
     best = (-1.0, 0.0, 0.0)
@@ -231,12 +238,13 @@ def extractive_answer(
 ) -> tuple[str, list[int]]:
     """The best evidence sentences in the documents' own words, with the passages they come from: the best one,
     then the next-best ones while they score at least `ratio` of the best (up to `max_sentences`; with
-    `same_passage`, only sentences of the best one's passage), in reading order."""
-    if not evidence:
+    `same_passage`, only sentences of the best one's passage), in reading order; questions are skipped."""
+    answers = answer_sentences(evidence)
+    if not answers:
         return "", []
-    best = evidence[0]
+    best = answers[0]
     picked = [best]
-    for item in evidence[1:]:
+    for item in answers[1:]:
         if len(picked) >= max_sentences or item.score < ratio * best.score:
             break
         if not same_passage or item.passage == best.passage:

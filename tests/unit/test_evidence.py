@@ -97,3 +97,12 @@ def test_relevance_is_the_best_answer_sentences_so_a_second_sentence_costs_nothi
     assert relevance_parts(other.text, [best, other])["relevance"] < 0.2, (
         "another sentence alone answers another question"
     )
+
+
+def test_a_question_in_a_passage_is_never_the_extracted_answer() -> None:
+    from reground.tools.evidence import Evidence, extractive_answer
+
+    heading = Evidence("Should I bag my recyclables?", 1, 0.9, 0.5, 0.4, order=0)
+    answer = Evidence("Keep recyclables loose in the recycling bins.", 1, 0.5, 0.2, 0.3, order=1)
+    assert extractive_answer([heading, answer], 1)[0] == answer.text
+    assert extractive_answer([heading], 1) == ("", [])
