@@ -32,6 +32,7 @@ from reground.prompts import refine_question as refine_question_prompts
 from reground.prompts import rerank as rerank_prompts
 from reground.tools.errors import InputError
 from reground.tools.retrieval import RetrievalSettings
+from reground.tools.search_index import IndexSettings
 from reground.tools.services import Role
 
 DEFAULT_GROUNDEDNESS_THRESHOLD = 0.5  # used until `reground eval calibrate` writes a measured one
@@ -270,6 +271,13 @@ class Context(EnvSettings):
     retrieval: RetrievalSettings = Field(
         default_factory=RetrievalSettings,
         description="Retrieval weights and fusion (tools/retrieval.py RetrievalSettings, tuned on doc2dial).",
+    )
+    index: IndexSettings = Field(
+        default_factory=IndexSettings,
+        description=(
+            "How dense search runs (tools/search_index.py IndexSettings): 'exact' in memory, Chroma's 'hnsw', or "
+            "'auto' (HNSW from 50,000 chunks, where exact scoring stops paying: evals/results/bench.json, scale)."
+        ),
     )
     top_n: int = Field(default=3, ge=1, description="Paragraphs kept after rerank (ConvRAG n = 3).")
     rerank_method: Literal["fusion", "llm", "http", "off"] = Field(

@@ -15,6 +15,7 @@ from langchain_core.language_models import BaseChatModel
 if TYPE_CHECKING:
     from reground.tools.embeddings import Embedder
     from reground.tools.retrieval import HybridRetriever, RetrievalSettings, SearchStore
+    from reground.tools.search_index import IndexSettings
     from reground.tools.vector_store import VectorStore
 
 Role = Literal["refiner", "answer", "judge"]
@@ -56,6 +57,9 @@ class ServiceSettings(Protocol):
     @property
     def retrieval(self) -> RetrievalSettings: ...
 
+    @property
+    def index(self) -> IndexSettings: ...
+
     def model_for(self, role: Role) -> str: ...
 
 
@@ -77,7 +81,7 @@ class Services:
     store: VectorStore | SearchStore | None = None  # a caller's store overrides the context's store spec
     check_reachable: bool = True
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _stores: dict[tuple[str, str, str], SearchStore] = field(default_factory=dict, repr=False)
+    _stores: dict[tuple[str, str, str, str], SearchStore] = field(default_factory=dict, repr=False)
     _retrievers: dict[tuple[int, str], HybridRetriever] = field(default_factory=dict, repr=False)
 
     def chat(self, context: ServiceSettings, role: Role, *, temperature: float | None = None) -> BaseChatModel:
@@ -113,14 +117,19 @@ class Services:
         from reground.tools.vector_store import EmptyCollectionError, open_store, search_index, store_spec
 
         spec = context.store or store_spec(context.data_dir or None, context.chroma_url)
-        key = ("given", "", "") if self.store is not None else (context.collection, spec, context.embedding_model)
+        index = context.index
+        key = (
+            ("given", "", "", repr(index))
+            if self.store is not None
+            else (context.collection, spec, context.embedding_model, repr(index))
+        )
         with self._lock:
             store = self._stores.get(key)
             if store is None:
                 opened = self.store
                 if opened is None:
-                    opened = open_store(spec, context.collection, embedder=self.embeddings(context))
-                store = search_index(opened)  # a VectorStore of the caller's is searched by a SearchIndex
+                    opened = open_store(spec, context.collection, embedder=self.embeddings(context), index=index)
+                store = search_index(opened, index)  # a VectorStore of the caller's is searched by a SearchIndex
                 self._stores[key] = store
         if store.count() == 0:
             raise EmptyCollectionError(

@@ -29,6 +29,7 @@ from reground.tools.types import Chunk
 if TYPE_CHECKING:
     from reground.tools.embeddings import Embedder
     from reground.tools.locking import WaitNotice
+    from reground.tools.search_index import IndexSettings
 
 
 class StoreError(DataError):
@@ -199,23 +200,24 @@ def open_store(
     embedder: Embedder | None = None,
     create: bool = False,
     on_wait: WaitNotice | None = None,
+    index: IndexSettings | None = None,
 ) -> VectorStore:
-    """Open (or, with `create`, create) a collection in the store the spec names."""
+    """Open (or, with `create`, create) a collection in the store the spec names; `index` says how the built-in
+    stores run dense search (exact, HNSW, or by size)."""
     scheme, rest = parse_store_spec(spec or "chroma")
     if scheme in _SCHEMES:
         return _SCHEMES[scheme](rest, collection, embedder=embedder, create=create, on_wait=on_wait)
     from reground.tools.store import PassageStore
 
-    if scheme == "chroma":
-        return PassageStore.open(collection, data_dir=rest or None, embedder=embedder, create=create, on_wait=on_wait)
-    return PassageStore.open(collection, chroma_url=rest, embedder=embedder, create=create, on_wait=on_wait)
+    where = {"data_dir": rest or None} if scheme == "chroma" else {"chroma_url": rest}
+    return PassageStore.open(collection, embedder=embedder, create=create, on_wait=on_wait, index=index, **where)
 
 
-def search_index(store: Any) -> Any:
+def search_index(store: Any, index: IndexSettings | None = None) -> Any:
     """What retrieval searches (a `tools.retrieval.SearchStore`): a new `SearchIndex` over a VectorStore that does
     not search itself, else the store as given (PassageStore delegates to its own index; a caller's search store)."""
     if callable(getattr(store, "dense_search", None)) or not callable(getattr(store, "load_snapshot", None)):
         return store
     from reground.tools.search_index import SearchIndex
 
-    return SearchIndex(store)
+    return SearchIndex(store, index)

@@ -232,3 +232,15 @@ def test_start_turn_caps_the_history_at_the_contexts_history_token_cap() -> None
     update = start_turn({"messages": messages}, env)
     assert sum(count_tokens(turn["text"]) for turn in update["history"]) <= 40
     assert any("history cut to the last 40 tokens" in note for note in env.stats.notes)
+
+
+def test_the_search_index_settings_reach_the_store_from_the_context(hr_store_dir: str) -> None:
+    from reground.tools.services import Services
+
+    services = Services(check_reachable=False)
+    exact = services.passage_store(Context(collection="test-hr", data_dir=hr_store_dir, index={"dense": "exact"}))
+    hnsw = services.passage_store(Context(collection="test-hr", data_dir=hr_store_dir, index={"dense": "hnsw"}))
+    assert exact is not hnsw, "stores are cached per index setting"
+    assert [getattr(s, "index", s).dense_mode for s in (exact, hnsw)] == ["exact", "hnsw"]
+    with pytest.raises(ContextError, match="index"):
+        Context(index={"dense": "faiss"})
