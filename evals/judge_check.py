@@ -153,9 +153,18 @@ def check_hallucination_judge(
         **score_verdicts(items, [j.value for j in judged], [_p_hallucinated(j) for j in judged]),
         "sources": {s: sum(j.source == s for j in judged) for s in sorted({j.source for j in judged})},
         "mean_coverage": sum(j.coverage for j in judged) / len(judged),
+        # Every item's verdict, in the seeded order, to audit the judge or rescore the first n (kept out of summaries).
         "examples": [
-            {"kind": i["kind"], "answer": i["answer"], "verdict": j.value, "raw": j.raw[:300]}
-            for i, j in list(zip(items, judged, strict=True))[:9]
+            {
+                "case_id": i["case_id"],
+                "kind": i["kind"],
+                "answer": i["answer"],
+                "verdict": j.value,
+                "p_hallucinated": j.probabilities.get(HALLUCINATED),
+                "coverage": round(j.coverage, 4),
+                "raw": j.raw[:300],
+            }
+            for i, j in zip(items, judged, strict=True)
         ],
     }
     (run / "judge_check.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

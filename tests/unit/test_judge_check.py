@@ -104,6 +104,7 @@ def test_check_on_a_run_writes_the_file_the_summary_and_report_pick_up(tmp_path:
     assert result["balanced_accuracy"] == 1.0 and result["trusted"] and result["auc"] == 1.0
     assert result["sources"] == {"logprobs": 6} and result["mean_coverage"] == 1.0
     assert result["examples"][0]["raw"] == "logprobs coverage=1.000 0=0.800 1=0.200"
+    assert len(result["examples"]) == 6 and result["examples"][1]["p_hallucinated"] == 0.8  # every item, in order
     # Always "hallucinated", yet its probabilities rank the items: balanced accuracy 0.5, AUC 1.
     ranker = ScriptedChatModel(script={"other": [_ranker]})
     result = check_hallucination_judge(run, ranker, judge_model_spec="ranker", n=6)
