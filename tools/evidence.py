@@ -30,6 +30,8 @@ from reground.tools.types import Passage
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _CITATION = re.compile(r"\s*\[\d{1,2}\]")
 MIN_SENTENCE_WORDS = 3
+# The items of a list an extracted sentence introduces ("... are available:") that join it.
+LIST_ITEMS = 5
 # An answer whose words are mostly the previous reply's (ROUGE-L precision) repeats it.
 REPEAT_PRECISION = 0.8
 
@@ -249,5 +251,15 @@ def extractive_answer(
             break
         if not same_passage or item.passage == best.passage:
             picked.append(item)
+    # A sentence that introduces a list ("Two types are available:") is answered by the list that follows it.
+    following = {e.order: e for e in evidence}
+    for item in list(picked):
+        if item.text.rstrip().endswith(":"):
+            for step in range(1, LIST_ITEMS + 1):
+                listed = following.get(item.order + step)
+                if listed is None or listed.passage != item.passage:
+                    break
+                if listed not in picked:
+                    picked.append(listed)
     picked.sort(key=lambda e: e.order)
     return " ".join(e.text for e in picked), sorted({e.passage for e in picked})

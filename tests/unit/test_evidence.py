@@ -106,3 +106,13 @@ def test_a_question_in_a_passage_is_never_the_extracted_answer() -> None:
     answer = Evidence("Keep recyclables loose in the recycling bins.", 1, 0.5, 0.2, 0.3, order=1)
     assert extractive_answer([heading, answer], 1)[0] == answer.text
     assert extractive_answer([heading], 1) == ("", [])
+
+
+def test_a_sentence_that_introduces_a_list_brings_the_list() -> None:
+    from reground.tools.evidence import Evidence, extractive_answer
+
+    intro = Evidence("Two major types of keystores are available:", 1, 0.9, 0.5, 0.4, order=4)
+    items = [Evidence(f"* Keystore type {n}: stores keys.", 1, 0.3, 0.1, 0.2, order=4 + n) for n in (1, 2)]
+    elsewhere = Evidence("Another passage says something else.", 2, 0.2, 0.1, 0.1, order=7)
+    text, _ = extractive_answer([intro, *items, elsewhere], 1)
+    assert text == f"{intro.text} {items[0].text} {items[1].text}"
