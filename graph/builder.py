@@ -115,6 +115,7 @@ def route_after_check(state: State, runtime: Runtime[Context]) -> Literal["re_gr
     if (
         not ungrounded
         and draft["kind"] == "answer"
+        and context.answer_style == "write"  # ProMiSe refines written replies; an extracted one is the documents'
         and context.use_principle_refinement
         and state.get("refine_iterations", 0) < context.max_refine_iterations
         and failing_principles(draft, thresholds_of(context))

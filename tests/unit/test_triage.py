@@ -206,3 +206,13 @@ def test_the_support_threshold_comes_from_the_calibration_file(tmp_path: Path) -
     (tmp_path / "calibration.json").write_text(json.dumps({"support_threshold": 0.42}), encoding="utf-8")
     assert Context(data_dir=str(tmp_path)).resolved_support_threshold() == 0.42
     assert Context(data_dir=str(tmp_path), support_threshold=0.0).resolved_support_threshold() == 0.0
+
+
+def test_an_extracted_reply_is_not_rewritten_by_principle_refinement(hr_store: Any, context: Context) -> None:
+    """ProMiSe refines written replies; asked to make a quoted sentence 'more specific' a small model invents."""
+    model = ScriptedChatModel(script={"refine": ["Invented details about leave."]})
+    graph = build_graph(chat_model=model, store=hr_store, checkpointer=InMemorySaver())
+    ctx = context.with_(specificity_threshold=0.99, faithfulness_threshold=0.99)
+    (result,) = turns(graph, ctx, "How many days of annual leave do full-time employees in Germany get?")
+    assert result["refine_iterations"] == 0 and model.calls == [] and result["passed"]
+    assert "Invented" not in result["answer"]
