@@ -77,6 +77,14 @@ def parse_systems(text: str | Iterable[str]) -> list[str]:
 # --- files ----------------------------------------------------------------------------------------
 
 
+def shown_path(path: Path) -> str:
+    """A path as results record it: relative to the working directory (from the repository: '../shared/...'), so
+    committed results never name one machine's directories."""
+    import os
+
+    return os.path.relpath(path.resolve(), Path.cwd().resolve())
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Rows of a JSONL file; a torn last line (a run killed mid-write) is ignored."""
     if not path.is_file():
@@ -620,7 +628,11 @@ def _check_config(out_dir: Path, config: dict[str, Any]) -> None:
     defaults = {"only_with_answer": True, "case_scope": None}  # what runs written before these keys did
     if path.is_file():
         old = json.loads(path.read_text(encoding="utf-8"))
-        changed = [k for k in keys if old.get(k, defaults.get(k)) != config.get(k, defaults.get(k))]
+        def value(settings: dict[str, Any], key: str) -> Any:
+            raw = settings.get(key, defaults.get(key))
+            return str(Path(raw).resolve()) if key in ("cases", "docs") and raw else raw
+
+        changed = [k for k in keys if value(old, k) != value(config, k)]
         if changed:
             raise EvalRunError(
                 f"{out_dir} holds a run with other settings ({', '.join(changed)} differ): "
@@ -718,8 +730,8 @@ def run_answers_eval(
         )
     scope_field = _case_scope_field(selected, docs_path, case_scope)
     config = {
-        "docs": str(docs_path.resolve()),
-        "cases": str(cases_path.resolve()),
+        "docs": shown_path(docs_path),
+        "cases": shown_path(cases_path),
         "limit": limit,
         "seed": seed,
         "only_followups": only_followups,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from reground.evals.answers import GRAPH_SYSTEMS, latest_by_case, read_jsonl
+from reground.evals.answers import GRAPH_SYSTEMS, latest_by_case, read_jsonl, shown_path
 from reground.tools.errors import DataError
 from reground.tools.paths import CALIBRATION_FILE, read_calibrated_threshold
 from reground.tools.paths import data_dir as default_data_dir
@@ -135,7 +135,7 @@ def calibrate_run(
         )
     result.update(
         system=system,
-        runs=[str(run.resolve()) for run in runs],
+        runs=[shown_path(run) for run in runs],
         created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
     targets = [default_data_dir(data_dir) / CALIBRATION_FILE]

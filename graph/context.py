@@ -37,8 +37,9 @@ from reground.tools.services import Role
 
 DEFAULT_GROUNDEDNESS_THRESHOLD = 0.5  # used until `reground eval calibrate` writes a measured one
 # The support under which a turn abstains, until `reground eval calibrate` measures one on the user's own cases:
-# the 3rd percentile of the support of answerable dev cases (MTRAG-UN and doc2dial, evals/README.md).
-DEFAULT_SUPPORT_THRESHOLD = 0.55
+# the 3rd percentile of the support of 439 answerable dev cases (MTRAG-UN dev and 300 doc2dial dev cases;
+# evals/results/calibration.json, evals/README.md "Ask, abstain or answer").
+DEFAULT_SUPPORT_THRESHOLD = 0.49
 ENV_PREFIX = "REGROUND_"
 
 
