@@ -31,7 +31,7 @@ from dataclasses import replace as dataclasses_replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reground.evals.datasets import Case, load_cases
+from reground.evals.datasets import Case, load_cases, load_corpus
 from reground.evals.ranking import DEFAULT_KS, first_relevant_rank, metrics_from_ranks
 from reground.tools.retrieval import (
     TRANSFORMS,
@@ -39,13 +39,14 @@ from reground.tools.retrieval import (
     RetrievalQuery,
     RetrievalSettings,
     content_terms,
+    conversation_query,
     fuse_rerank,
-    history_query,
 )
 
 if TYPE_CHECKING:
     from reground.tools.retrieval import SearchStore
 
+NEAR_DUPLICATE_DISTANCE = 100  # Levenshtein distance under which two documents count as one (near_duplicates)
 SPAN_HIT = 0.5  # a case's span counts as found when half its content words are in one kept passage
 RANK_DEPTH = 20  # documents kept per ranking (MRR counts a gold document below this as 0)
 BASELINE_HISTORY_WORDS = 100
@@ -66,6 +67,24 @@ def _best_docs(hits: Sequence[tuple[dict[str, Any], float]], depth: int) -> list
             if len(docs) == depth:
                 break
     return docs
+
+
+def near_duplicates(docs_path: Path, max_distance: int = 100) -> dict[str, set[str]]:
+    """{doc_id: the other documents whose text is within Levenshtein distance max_distance of it} (the HR chatbot
+    paper's tolerance: doc2dial holds 24 such pairs, versions of a page that differ only in its heading, so a
+    ranking cannot tell them apart). Texts whose lengths differ by more than the distance are never compared."""
+    from rapidfuzz.distance import Levenshtein
+
+    docs = sorted(((d["doc_id"], d["text"]) for d in load_corpus(docs_path)), key=lambda d: len(d[1]))
+    twins: dict[str, set[str]] = {}
+    for i, (doc_a, text_a) in enumerate(docs):
+        for doc_b, text_b in docs[i + 1 :]:
+            if len(text_b) - len(text_a) > max_distance:
+                break
+            if Levenshtein.distance(text_a, text_b, score_cutoff=max_distance) <= max_distance:
+                twins.setdefault(doc_a, set()).add(doc_b)
+                twins.setdefault(doc_b, set()).add(doc_a)
+    return twins
 
 
 def span_recall(span: str, passages: Sequence[str]) -> float | None:
@@ -99,16 +118,15 @@ def open_eval_store(
     return store
 
 
-def case_query(case: Case, budget_tokens: int, *, keywords: bool) -> RetrievalQuery:
+def case_query(case: Case, budget_tokens: int, *, keywords: bool, phrase_tokens: int = 400) -> RetrievalQuery:
     """What the graph's retrieve node builds for this turn when no LLM rewrites the question."""
-    hq = history_query(case.question, case.history, budget_tokens)
     kws: tuple[str, ...] = ()
     if keywords:
         from reground.tools.keywords import lexical_keywords
 
         recent = " ".join(t["text"] for t in case.history[-2:])
         kws = tuple(lexical_keywords(case.question, case.question, recent))
-    return RetrievalQuery(question=case.question, history_query=hq, keywords=kws)
+    return conversation_query(case.question, case.history, budget_tokens, keywords=kws, phrase_tokens=phrase_tokens)
 
 
 def parse_setting(text: str) -> tuple[str, Any]:
@@ -197,11 +215,15 @@ def run_retrieval_eval(
     ranks: dict[str, list[int | None]] = {s: [] for s in SYSTEMS}
     seconds: dict[str, float] = dict.fromkeys(SYSTEMS, 0.0)
     span_recalls: list[float] = []
+    twins = near_duplicates(docs_path, NEAR_DUPLICATE_DISTANCE)
+    near_hits: dict[str, int] = dict.fromkeys(SYSTEMS, 0)
     started = time.perf_counter()
     with (out / "cases.jsonl").open("w", encoding="utf-8") as fh:
         for case in tqdm(kept, desc="retrieval eval", unit="case", disable=not progress):
             rankings: dict[str, list[str]] = {}
-            query = case_query(case, history_token_budget, keywords=keywords)
+            query = case_query(
+                case, history_token_budget, keywords=keywords, phrase_tokens=retriever.settings.phrase_history_tokens
+            )
             where = {"collection": case.collection} if case_scope and case.collection else None
             t_llm = time.perf_counter()
             query = writer.expand(case, query)
@@ -234,10 +256,13 @@ def run_retrieval_eval(
                 row["transform_seconds"] = round(t0 - t_llm, 3)
             if where:
                 row["collection"] = case.collection
+            golds = case.gold_doc_ids or [case.gold_doc_id]
+            tolerant = {d for g in golds for d in (g, *twins.get(g, ()))}
             for name in SYSTEMS:
                 rank = first_relevant_rank(rankings[name], case.gold_doc_ids or case.gold_doc_id)
                 ranks[name].append(rank)
                 row[f"{name}_rank"] = rank
+                near_hits[name] += bool(rankings[name]) and rankings[name][0] in tolerant
             row["reground_top5"] = rankings["reground"][:5]
             row["passage_chunks"] = [p["chunk_id"] for p in passages]
             if recall is not None:
@@ -257,6 +282,11 @@ def run_retrieval_eval(
         "followups": {
             name: {k: round(v, 4) for k, v in metrics_from_ranks([ranks[name][i] for i in followups]).items()}
             for name in SYSTEMS
+        },
+        "near_duplicate_recall@1": {
+            "max_levenshtein": NEAR_DUPLICATE_DISTANCE,
+            "duplicate_pairs": sum(len(v) for v in twins.values()) // 2,
+            **{name: round(near_hits[name] / max(n, 1), 4) for name in SYSTEMS},
         },
         "passage_span": {
             "cases_with_span": len(span_recalls),
@@ -365,8 +395,15 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines = [f"{'system':<20}" + "".join(f"{k:>11}" for k in [*ks, "mrr"]) + f"{'ms/case':>10}"]
     for name, m in summary["systems"].items():
         lines.append(f"{name:<20}" + "".join(f"{m[k]:>11.3f}" for k in [*ks, "mrr"]) + f"{m['ms_per_case']:>10.1f}")
+    near = summary.get("near_duplicate_recall@1")
+    if near:
+        lines.append(
+            f"recall@1 counting near-duplicate documents as one (Levenshtein <= {near['max_levenshtein']}, "
+            f"{near['duplicate_pairs']} pairs): "
+            + ", ".join(f"{name} {near[name]:.3f}" for name in SYSTEMS if name in near)
+        )
     span = summary.get("passage_span")
-    if span:
+    if span and span.get("cases_with_span"):
         lines.append(
             f"kept passages: gold span recall {span['span_recall']:.3f}, span found (>= {SPAN_HIT}) "
             f"{span[f'span_hit@{SPAN_HIT}']:.3f} over {span['cases_with_span']} cases"

@@ -13,18 +13,21 @@ from reground.nodes.common import NodeEnv
 from reground.tools.chat import LLMReplyError
 from reground.tools.injection import guard_candidates, model_judge
 from reground.tools.query_transforms import transform_query
-from reground.tools.retrieval import RetrievalQuery, history_query
+from reground.tools.retrieval import conversation_query
 
 
 def retrieve(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
     question = state["question"]
     query_text = state.get("retrieval_query") or state.get("standalone_question") or question
-    query = RetrievalQuery(
-        question=query_text,
-        history_query=history_query(question, state.get("history", []), context.history_token_budget),
-        keywords=tuple(state.get("keywords", [])),
+    query = conversation_query(
+        question,
+        state.get("history", []),
+        context.history_token_budget,
+        search_question=query_text,
+        keywords=state.get("keywords", []),
         expansions=expansions(query_text, state, env),
+        phrase_tokens=context.retrieval.phrase_history_tokens,
     )
     env.progress("retrieve", "searching the documents", query=query_text)
     candidates = env.services.retriever(context).search(

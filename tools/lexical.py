@@ -66,6 +66,10 @@ class BM25:
             self._index.index([list(doc) for doc in corpus], show_progress=False)
             self._vocab: dict[str, int] = self._index.vocab_dict
 
+    def knows(self, term: str) -> bool:
+        """Whether some document of the corpus holds the term."""
+        return self._index is not None and term in self._vocab
+
     def scores(self, query_terms: Sequence[str]) -> np.ndarray:
         """float32 scores, one per corpus document (zeros when no query term is indexed)."""
         known = [t for t in query_terms if self._index is not None and t in self._vocab]

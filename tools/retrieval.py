@@ -48,6 +48,24 @@ class SearchStore(Protocol):
 
 
 @dataclass(frozen=True)
+class EarlierTurn:
+    """A user message earlier in the dialogue: its text, its own history query and the reply that followed it."""
+
+    text: str
+    history_query: str
+    reply: str = ""
+
+
+@dataclass(frozen=True)
+class Topic:
+    """Where the conversation's current topic began: the text the topic signal searches and, when a topic shift was
+    detected, the index in `earlier_turns` of the message that opened it (len(earlier_turns): this turn)."""
+
+    text: str
+    since: int | None = None
+
+
+@dataclass(frozen=True)
 class RetrievalQuery:
     """What to search with: the (refined) question, the question plus recent dialogue, keywords, and the texts a
     query transform wrote (`expansions`: a hypothetical passage, topics or question variants)."""
@@ -56,9 +74,22 @@ class RetrievalQuery:
     history_query: str
     keywords: tuple[str, ...] = ()
     expansions: tuple[str, ...] = ()
+    # The conversation's topic: its opening exchange (the user's first message and the reply to it; the question
+    # itself on a first turn), searched densely as the `dense_topic` signal (empty: the history query stands in).
+    # `earlier_turns` holds each later user message of the dialogue with its own history query and the reply that
+    # followed it, so that topic-shift detection can move the topic to the latest message that changed it.
+    topic_query: str = ""
+    earlier_turns: tuple[EarlierTurn, ...] = ()
+    # The latest assistant replies, whose word n-grams the `document_phrases` signal looks up (replies quote the
+    # documents they come from; the user's own words would only find documents that share common phrases).
+    phrase_query: str = ""
 
 
 SAME_DOCUMENT_PENALTY = 0.02
+# The texts chunk-level signals search, and the whole-document signals with the text each one reads
+# (see RetrievalSettings.weights).
+CHUNK_TEXTS = ("question", "history", "topic")
+DOCUMENT_SIGNALS = {"document_lexical": "history", "document_question": "question", "document_phrases": "phrases"}
 # The query transforms `RetrievalSettings.query_transform` selects (tools/query_transforms.py writes their texts).
 QueryTransform = Literal["none", "hyde", "topics", "multi_query"]
 TRANSFORMS: tuple[str, ...] = get_args(QueryTransform)
@@ -78,16 +109,34 @@ class RetrievalSettings:
     chunk_k: int = 150  # chunks fetched per lexical/dense search before reducing them to documents
     # Weights of the document signals: chunk-level rankings named {lexical|dense}_{history|question}
     # (a document scores its best chunk) and `document_lexical` (BM25 over whole documents).
+    # Signal names: {lexical|dense}_{history|question|topic} rank chunks with BM25 or MiniLM for the question plus
+    # recent dialogue, the question alone, or the conversation's opening exchange (a document scores its best
+    # chunk); document_lexical and document_question are BM25 over whole documents for the history query and the
+    # question, document_phrases the phrase match below, all three on the leading documents only
+    # (`rerank_candidates`). Each signal is max-normalised, then weighted and summed.
+    # Tuned on one half of doc2dial dev (dialogues split by a seeded hash), checked on the other half
+    # (evals/README.md "Retrieval"): the opening exchange names the topic that later short turns ("yes", "and for a
+    # child?") only imply.
     weights: Mapping[str, float] = field(
         default_factory=lambda: {
-            "lexical_history": 1.0,
-            "dense_history": 1.0,
-            "document_lexical": 1.0,
+            "lexical_history": 0.9,
+            "dense_topic": 1.75,
+            "document_lexical": 1.25,
+            "document_question": 0.3,
+            "document_phrases": 0.5,
         }
     )
+    # document_phrases: the share of the phrase query's word n-grams (stopwords kept) that a document holds
+    # verbatim; replies quote their documents, so a conversation's phrases point to the document it is about.
+    phrase_ngram: int = 4
+    phrase_history_tokens: int = 400  # dialogue tokens in the phrase query (conversation_query's phrase budget)
     fusion: Literal["score", "rrf"] = "score"  # max-normalised score sum, or reciprocal rank fusion
     rrf_k: int = 60
-    rerank_candidates: int = 40  # documents the whole-document BM25 term rescores
+    rerank_candidates: int = 40  # documents the whole-document signals rescore (the fused top) ...
+    signal_leaders: int = 5  # ... plus each chunk-level signal's own top documents
+    # How a chunk-level signal's document scores are scaled before weighting: "max" (score / best) or "minmax"
+    # ((score - lowest found) / (best - lowest found)), which spreads dense cosines that all sit near the best.
+    normalization: Literal["max", "minmax"] = "max"
     keyword_weight: float = 1.0  # weight of the keyword sum in the paragraph score
     lexical_paragraph_weight: float = 0.3  # weight of a BM25-like term in the paragraph score
     doc_prior_weight: float = 3.0  # weight of the normalised document score in a paragraph's score
@@ -96,15 +145,19 @@ class RetrievalSettings:
     # score per passage already taken from its document, so the top documents each get their best paragraph
     # before a second paragraph of one document; 0 = plain score order.
     same_document_penalty: float = SAME_DOCUMENT_PENALTY
-    # Topic shifts (off by default: on dev it cost 5 of 2,945 recall@1 hits, on the multi-document sample it won 2
-    # of 37): a question that stands on its own (at least `shift_min_terms` content words) and is unlike the
-    # recent dialogue (cosine below `shift_max_similarity`) is taken as a new topic. For that turn the history
-    # signals are weighted by `shift_history_weight` and the question-only signals get `shift_question_weight`.
-    detect_topic_shift: bool = False
-    shift_min_terms: int = 15
-    shift_max_similarity: float = 0.2
-    shift_history_weight: float = 0.5
-    shift_question_weight: float = 1.0
+    # Topic shifts: a user message of at least `shift_min_terms` content words the documents use (a message in words
+    # they never use, e.g. another language, matches nothing anywhere) whose best match inside the document
+    # the conversation points to is weak next to its best match anywhere (`fit`: the ratio of the two, for MiniLM
+    # and for BM25, the larger one, is below `shift_max_fit`) opens a new topic: from that turn on, the topic signal
+    # searches that message (and the reply to it) instead of the conversation's opening exchange, and the phrase
+    # signal reads only the replies since.
+    # For the turn that opens it, the signals reading the earlier dialogue are weighted by `shift_history_weight`
+    # (0 drops them) and the question-only chunk signals get `shift_question_weight`.
+    detect_topic_shift: bool = True
+    shift_min_terms: int = 8
+    shift_max_fit: float = 0.5
+    shift_history_weight: float = 1.0
+    shift_question_weight: float = 0.0
     # Query transforms (tools/query_transforms.py, the HR chatbot paper's; one LLM call a turn with the refiner
     # model): "hyde" and "topics" add the dense search of the texts the model wrote as one more document signal
     # (weight `transform_weight`); "multi_query" searches each variant alone with the whole stack and fuses the
@@ -147,6 +200,57 @@ def history_query(
             picked.append(tail)
         break
     return " ".join([question, *reversed(picked)]).strip()
+
+
+def _turn(turn: tuple[str, str] | Mapping[str, str]) -> tuple[str, str]:
+    if isinstance(turn, tuple):
+        return str(turn[0]), str(turn[1]).strip()
+    return str(turn.get("role", "")), str(turn.get("text", "")).strip()
+
+
+def conversation_query(
+    question: str,
+    history: Sequence[tuple[str, str] | Mapping[str, str]],
+    budget_tokens: int = 100,
+    *,
+    search_question: str | None = None,
+    keywords: Sequence[str] = (),
+    expansions: Sequence[str] = (),
+    phrase_tokens: int = 400,
+) -> RetrievalQuery:
+    """The query of a conversation turn: the question (or a rewrite of it, `search_question`), the question plus
+    recent dialogue (`budget_tokens`), the latest assistant replies (`phrase_tokens` of them: the phrase query),
+    the conversation's opening exchange and its earlier user messages (for topic shifts).
+
+    A user turn is any turn whose role is not an assistant's ("agent", "assistant", "ai")."""
+    turns = [_turn(t) for t in history]
+    turns = [(role, text) for role, text in turns if text]
+    users = [i for i, (role, _) in enumerate(turns) if role.lower() not in _ASSISTANT_ROLES]
+
+    def reply_after(i: int) -> str:
+        return next((text for role, text in turns[i + 1 :] if role.lower() in _ASSISTANT_ROLES), "")
+
+    if users:
+        first = users[0]
+        opening = f"{turns[first][1]} {reply_after(first)}".strip()
+    else:
+        opening = question.strip()
+    earlier = tuple(
+        EarlierTurn(turns[i][1], history_query(turns[i][1], turns[:i], budget_tokens), reply_after(i))
+        for i in users[1:]
+    )
+    return RetrievalQuery(
+        question=(search_question or question).strip(),
+        history_query=history_query(question, history, budget_tokens),
+        keywords=tuple(keywords),
+        expansions=tuple(expansions),
+        topic_query=opening,
+        earlier_turns=earlier,
+        phrase_query=history_query("", [t for t in turns if t[0].lower() in _ASSISTANT_ROLES], phrase_tokens),
+    )
+
+
+_ASSISTANT_ROLES = frozenset({"agent", "assistant", "ai", "system"})
 
 
 def dialogue_text(query: RetrievalQuery) -> str:
@@ -206,6 +310,52 @@ class DocumentTermIndex:
         return {d: float(all_scores[self.position[d]]) if d in self.position else 0.0 for d in doc_ids}
 
 
+def normalised(scores: Mapping[str, float], how: str = "max") -> dict[str, float]:
+    """Scores scaled to [0, 1] (for positive scores): divided by the best ("max"), or min-max over the found
+    documents ("minmax"; a lone document scores 1)."""
+    if not scores:
+        return {}
+    top = max(scores.values())
+    if how == "minmax":
+        low = min(scores.values())
+        if top > low:
+            return {d: (v - low) / (top - low) for d, v in scores.items()}
+        return dict.fromkeys(scores, 1.0 if top > 0 else 0.0)
+    if how != "max":
+        raise ValueError(f"unknown normalization {how!r}: use 'max' or 'minmax'")
+    return {d: v / top if top > 0 else 0.0 for d, v in scores.items()}
+
+
+HISTORY_SIGNALS = ("lexical_history", "dense_history", "document_lexical", "document_phrases")
+
+
+def shift_weights(weights: Mapping[str, float], settings: RetrievalSettings) -> dict[str, float]:
+    """The signal weights of a turn that opens a new topic: the signals that read the earlier dialogue weighted by
+    `shift_history_weight`, the question-only chunk signals raised to `shift_question_weight`."""
+    shifted = dict(weights)
+    for name in HISTORY_SIGNALS:
+        if name in shifted:
+            shifted[name] *= settings.shift_history_weight
+    for name in ("lexical_question", "dense_question"):
+        shifted[name] = max(shifted.get(name, 0.0), settings.shift_question_weight)
+    return shifted
+
+
+def _ngrams(tokens: Sequence[str], n: int) -> set[int]:
+    """Hashes of the token n-grams (hash() is stable within a process, which is all an in-memory cache needs)."""
+    if n < 1:
+        raise ValueError(f"phrase n-gram size must be >= 1, got {n}")
+    return {hash(tuple(tokens[i : i + n])) for i in range(len(tokens) - n + 1)}
+
+
+def phrase_containment(text: str, documents: Mapping[str, frozenset[int]], n: int) -> dict[str, float]:
+    """{doc_id: share of the text's word n-grams the document holds}, given each document's n-gram hashes."""
+    grams = _ngrams(words(text), n)
+    if not grams:
+        return dict.fromkeys(documents, 0.0)
+    return {doc_id: len(grams & held) / len(grams) for doc_id, held in documents.items()}
+
+
 def _minmax(values: np.ndarray) -> np.ndarray:
     if values.size == 0:
         return values
@@ -228,6 +378,8 @@ class HybridRetriever:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._doc_indexes: OrderedDict[tuple[int, str], DocumentTermIndex] = OrderedDict()
+        self._shifted: OrderedDict[str, bool] = OrderedDict()  # topic-shift decisions (earlier turns recur)
+        self._phrases: OrderedDict[tuple[int, str, str], frozenset[int]] = OrderedDict()  # n-grams per document
 
     # --- embeddings (cached: the graph re-embeds the same question across loops) --------------
 
@@ -246,45 +398,86 @@ class HybridRetriever:
 
     # --- document level ---------------------------------------------------------------------
 
-    def is_topic_shift(self, query: RetrievalQuery) -> bool:
-        """True when the question stands on its own and is unlike the recent dialogue (the user changed topic)."""
-        s = self.settings
-        dialogue = dialogue_text(query)
-        if not s.detect_topic_shift or not dialogue or len(set(content_terms(query.question))) < s.shift_min_terms:
-            return False
-        question, recent = self.embed([query.question.strip(), dialogue])
-        return float(question @ recent) < s.shift_max_similarity
+    def topic(self, query: RetrievalQuery, *, where: dict[str, Any] | None) -> Topic:
+        """This turn's topic: the opening exchange, moved to the latest user message that shifted the topic
+        (detect_topic_shift, with the reply to it), or to the question itself when this turn shifts it."""
+        topic = Topic(query.topic_query.strip())
+        if not self.settings.detect_topic_shift or not topic.text:
+            return topic
+        for i, turn in enumerate(query.earlier_turns):
+            if self._shifts(turn.text, turn.history_query, topic.text, where):
+                topic = Topic(f"{turn.text} {turn.reply}".strip(), i)
+        if self._shifts(query.question, query.history_query, topic.text, where):
+            topic = Topic(query.question.strip(), len(query.earlier_turns))
+        return topic
 
-    def signal_weights(self, query: RetrievalQuery) -> dict[str, float]:
-        """The document signals' weights for this turn: the settings', or the topic-shift ones."""
+    def topic_text(self, query: RetrievalQuery, *, where: dict[str, Any] | None) -> str:
+        """The text the topic signal searches this turn (see `topic`)."""
+        return self.topic(query, where=where).text
+
+    def is_topic_shift(self, query: RetrievalQuery, *, where: dict[str, Any] | None = None) -> bool:
+        """Whether this turn's question opens a new topic (see RetrievalSettings.shift_max_fit)."""
+        return self.topic(query, where=where).since == len(query.earlier_turns)
+
+    def _shifts(self, message: str, message_history: str, topic: str, where: dict[str, Any] | None) -> bool:
         s = self.settings
-        weights = dict(s.weights)
-        if not self.is_topic_shift(query):
-            return weights
-        for name in list(weights):
-            if name.endswith("_history"):
-                weights[name] *= s.shift_history_weight
-        for name in ("lexical_question", "dense_question"):
-            weights[name] = max(weights.get(name, 0.0), s.shift_question_weight)
-        weights["shift"] = 1.0  # a marker, not a signal: the whole-document BM25 then uses the question
-        return weights
+        message = message.strip()
+        if message_history.strip() == message:
+            return False
+        index = self.document_index(where).bm25
+        if sum(index.knows(t) for t in set(content_terms(message))) < s.shift_min_terms:
+            return False  # short, or in words the documents do not use (another language): no evidence of a shift
+        key = json.dumps([message, message_history, topic, where], sort_keys=True, default=str)
+        if key in self._shifted:
+            self._shifted.move_to_end(key)
+            return self._shifted[key]
+        probe = RetrievalQuery(question=message, history_query=message_history, topic_query=topic)
+        ranked = self._rank_documents(probe, where=where, k=1, topic=Topic(topic))
+        shifted = False
+        if ranked:
+            shifted = self.fit(message, ranked[0][0], where=where) < s.shift_max_fit
+        self._shifted[key] = shifted
+        while len(self._shifted) > self._cache_size:
+            self._shifted.popitem(last=False)
+        return shifted
+
+    def fit(self, message: str, doc_id: str, *, where: dict[str, Any] | None) -> float:
+        """How well a document matches a message next to the best match anywhere in scope: the larger of the
+        ratios of its best chunk's score to the best chunk's, for MiniLM cosine and for BM25 (1: it holds the best
+        match; near 0: the message is about something else)."""
+        vector = self.embed([message])[0]
+        best = self.store.dense_search(vector, 1, where=where)
+        chunks = self.store.chunks_for_documents([doc_id], where=where)
+        if not best or not chunks or best[0][1] <= 0:
+            return 1.0
+        dense = float((self.store.embeddings_for([c["chunk_id"] for c in chunks]) @ vector).max()) / best[0][1]
+        hits = self.store.lexical_search(message, self.settings.chunk_k, where=where)
+        lexical = max((v for c, v in hits if c["doc_id"] == doc_id), default=0.0) / hits[0][1] if hits else 0.0
+        return max(dense, lexical)
 
     def document_scores(
-        self, query: RetrievalQuery, *, where: dict[str, Any] | None, weights: Mapping[str, float] | None = None
+        self,
+        query: RetrievalQuery,
+        *,
+        where: dict[str, Any] | None,
+        weights: Mapping[str, float] | None = None,
+        texts: Mapping[str, str] | None = None,
     ) -> dict[str, dict[str, float]]:
-        """Per signal, {doc_id: score} for the documents it found (a document scores its best chunk)."""
-        question = query.question.strip()
-        texts = {"question": question, "history": query.history_query.strip() or question}
+        """Per chunk-level signal, {doc_id: score} for the documents it found (a document scores its best chunk)."""
+        texts = self.signal_texts(query) if texts is None else texts
         keywords = " ".join(query.keywords)
         weights = self.settings.weights if weights is None else weights
-        wanted = sorted(n for n, w in weights.items() if w and n not in ("document_lexical", "shift"))
+        wanted = sorted(n for n, w in weights.items() if w and n not in DOCUMENT_SIGNALS)
+        for name in wanted:
+            kind, _, which = name.partition("_")
+            if which not in CHUNK_TEXTS or kind not in ("lexical", "dense"):
+                known = ", ".join([*(f"{k}_{w}" for k in ("lexical", "dense") for w in CHUNK_TEXTS), *DOCUMENT_SIGNALS])
+                raise ValueError(f"unknown document signal {name!r} in RetrievalSettings.weights (known: {known})")
         dense_texts = [texts[n.split("_", 1)[1]] for n in wanted if n.startswith("dense_")]
         vectors = dict(zip(dense_texts, self.embed(dense_texts), strict=True)) if dense_texts else {}
         signals: dict[str, dict[str, float]] = {}
         for name in wanted:
             kind, _, which = name.partition("_")
-            if which not in texts or kind not in ("lexical", "dense"):
-                raise ValueError(f"unknown document signal {name!r} in RetrievalSettings.weights")
             if kind == "lexical":
                 text = " ".join(t for t in (texts[which], keywords) if t)
                 hits = self.store.lexical_search(text, self.settings.chunk_k, where=where)
@@ -292,6 +485,20 @@ class HybridRetriever:
                 hits = self.store.dense_search(vectors[texts[which]], self.settings.chunk_k, where=where)
             signals[name] = _best_per_document(hits)
         return signals
+
+    @staticmethod
+    def signal_texts(query: RetrievalQuery, topic: Topic | None = None) -> dict[str, str]:
+        """The text each signal reads: the question; the history query; the topic (the given one's, else the query's
+        opening exchange, else the history query); the phrase query: the replies since the topic began when a
+        topic shift was detected (none when this turn shifts it), else the query's latest replies."""
+        question = query.question.strip()
+        history = query.history_query.strip() or question
+        topic = topic or Topic(query.topic_query.strip())
+        if topic.since is None:
+            phrases = query.phrase_query.strip()
+        else:
+            phrases = " ".join(t.reply for t in query.earlier_turns[topic.since :]).strip()
+        return {"question": question, "history": history, "topic": topic.text or history, "phrases": phrases}
 
     def transform_scores(self, texts: Sequence[str], *, where: dict[str, Any] | None) -> dict[str, float]:
         """{doc_id: mean over the texts of its best chunk's cosine} (0 where a text's search missed it): the dense
@@ -322,11 +529,16 @@ class HybridRetriever:
         return reciprocal_rank_fusion(rankings, k=s.rrf_k, weights=weights)[:k]
 
     def _rank_documents(
-        self, query: RetrievalQuery, *, where: dict[str, Any] | None, k: int
+        self, query: RetrievalQuery, *, where: dict[str, Any] | None, k: int, topic: Topic | None = None
     ) -> list[tuple[str, float]]:
         s = self.settings
-        weights = self.signal_weights(query)
-        signals = self.document_scores(query, where=where, weights=weights)
+        weights = dict(s.weights)
+        if topic is None:
+            topic = self.topic(query, where=where) if s.detect_topic_shift else Topic(query.topic_query.strip())
+            if topic.since == len(query.earlier_turns):
+                weights = shift_weights(weights, s)  # this turn opens a new topic
+        texts = self.signal_texts(query, topic)
+        signals = self.document_scores(query, where=where, weights=weights, texts=texts)
         if s.query_transform in ("hyde", "topics") and query.expansions and s.transform_weight:
             signals["dense_transform"] = self.transform_scores(query.expansions, where=where)
             weights["dense_transform"] = s.transform_weight
@@ -339,31 +551,56 @@ class HybridRetriever:
         else:
             total: dict[str, float] = {}
             for n in names:
-                top = max(signals[n].values())
-                for doc_id, score in signals[n].items():
-                    share = score / top if top > 0 else 0.0
+                for doc_id, share in normalised(signals[n], s.normalization).items():
                     total[doc_id] = total.get(doc_id, 0.0) + weights[n] * share
             order = {d: i for i, d in enumerate(total)}
             fused = sorted(total.items(), key=lambda kv: (-kv[1], order[kv[0]]))
-        doc_weight = weights.get("document_lexical", 0.0)
-        if doc_weight and fused:
-            leaders = fused[: max(k, s.rerank_candidates)]
-            lead = query.question if "shift" in weights else (query.history_query or query.question)
-            text = " ".join([lead, *query.keywords])
-            bm25 = self.document_index(where).scores(text, [d for d, _ in leaders])
-            top = max(bm25.values(), default=0.0)
+        whole = [(n, weights[n]) for n in DOCUMENT_SIGNALS if weights.get(n)]
+        if whole and fused:
+            # The leaders: the fused top and each signal's own top few, so a document one signal ranks first is
+            # rescored even when another signal missed it.
+            leading = {d for n in names for d in sorted(signals[n], key=lambda d: -signals[n][d])[: s.signal_leaders]}
+            cut = max(k, s.rerank_candidates)
+            leaders = fused[:cut] + [(d, f) for d, f in fused[cut:] if d in leading]
+            ids = [d for d, _ in leaders]
+            rankings, rrf_weights, total = [ids], [1.0], dict(leaders)
+            for name, weight in whole:
+                if name == "document_phrases":
+                    held = self.document_phrases(ids, where)
+                    scores = phrase_containment(texts["phrases"], held, s.phrase_ngram)
+                else:
+                    text = " ".join([texts[DOCUMENT_SIGNALS[name]], *query.keywords])
+                    scores = self.document_index(where).scores(text, ids)
+                top = max(scores.values(), default=0.0)
+                rankings.append(sorted(scores, key=lambda d: -scores[d]))
+                rrf_weights.append(weight)
+                for d in ids:
+                    total[d] += weight * (scores.get(d, 0.0) / top if top > 0 else 0.0)
             if s.fusion == "rrf":
-                bm25_rank = sorted(bm25, key=lambda d: -bm25[d])
-                rescored = reciprocal_rank_fusion(
-                    [[d for d, _ in leaders], bm25_rank], k=s.rrf_k, weights=[1.0, doc_weight]
-                )
+                rescored = reciprocal_rank_fusion(rankings, k=s.rrf_k, weights=rrf_weights)
             else:
-                rescored = sorted(
-                    ((d, f + doc_weight * (bm25.get(d, 0.0) / top if top > 0 else 0.0)) for d, f in leaders),
-                    key=lambda kv: -kv[1],
-                )
-            fused = rescored + fused[len(leaders) :]
+                rescored = sorted(total.items(), key=lambda kv: -kv[1])
+            fused = rescored + [(d, f) for d, f in fused[cut:] if d not in total]
         return fused[:k]
+
+    def document_phrases(
+        self, doc_ids: Sequence[str], where: dict[str, Any] | None = None
+    ) -> dict[str, frozenset[int]]:
+        """Each document's word n-grams (title and every chunk in scope, stopwords kept), read lazily and cached per
+        document and store size, so only the documents a query leads with are ever read."""
+        n, size, scope = self.settings.phrase_ngram, self.store.count(), json.dumps(where or {}, sort_keys=True)
+        missing = [d for d in dict.fromkeys(doc_ids) if (size, scope, d) not in self._phrases]
+        if missing:
+            tokens: dict[str, list[str]] = {}
+            for chunk in sorted(self.store.chunks_for_documents(missing, where=where), key=lambda c: c["position"]):
+                if chunk["doc_id"] not in tokens:
+                    tokens[chunk["doc_id"]] = words(chunk["title"])
+                tokens[chunk["doc_id"]].extend(words(chunk["text"]))
+            for d in missing:
+                self._phrases[(size, scope, d)] = frozenset(_ngrams(tokens.get(d, []), n))
+                while len(self._phrases) > self._cache_size:
+                    self._phrases.popitem(last=False)
+        return {d: self._phrases[(size, scope, d)] for d in doc_ids}
 
     def document_index(self, where: dict[str, Any] | None = None) -> DocumentTermIndex:
         """Term statistics of the whole documents in scope (built once per scope and store size)."""

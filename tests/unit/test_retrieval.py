@@ -15,7 +15,7 @@ from reground.tools.retrieval import (
     HybridRetriever,
     RetrievalQuery,
     RetrievalSettings,
-    dialogue_text,
+    conversation_query,
     fuse_rerank,
     history_query,
     reciprocal_rank_fusion,
@@ -159,6 +159,10 @@ CHUNKS = [
 @pytest.fixture()
 def store() -> FakeStore:
     return FakeStore(list(CHUNKS))
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
 
 
 def test_rrf_weights_and_ties() -> None:
@@ -305,25 +309,121 @@ def test_search_candidates_cover_documents_with_a_penalty(store: FakeStore) -> N
     assert spread[0]["chunk_id"] == plain[0]["chunk_id"], "the best paragraph stays first"
 
 
-def test_topic_shift_weights_the_history_down_only_for_a_new_standalone_question(store: FakeStore) -> None:
-    settings = RetrievalSettings(detect_topic_shift=True, shift_min_terms=5, shift_max_similarity=0.5)
+def test_conversation_query_carries_the_opening_exchange_and_earlier_user_turns() -> None:
+    history = [
+        {"role": "user", "text": "How many days of annual leave do I get in the US?"},
+        {"role": "agent", "text": "You get 20 days of paid time off."},
+        {"role": "user", "text": "When are payslips published?"},
+        {"role": "agent", "text": "On the 25th of each month."},
+    ]
+    q = conversation_query("And errors?", history, 100, search_question="How do I report payslip errors?")
+    assert q.question == "How do I report payslip errors?"
+    assert q.history_query.startswith("And errors?") and "25th" in q.history_query
+    assert q.topic_query == "How many days of annual leave do I get in the US? You get 20 days of paid time off."
+    (turn,) = q.earlier_turns
+    assert turn.text == "When are payslips published?" and turn.reply == "On the 25th of each month."
+    assert turn.history_query.startswith("When are payslips published?") and "20 days" in turn.history_query
+    first = conversation_query("How do I lease a bike?", [], 100)
+    assert first.topic_query == "How do I lease a bike?" and first.earlier_turns == ()
+
+
+def test_the_opening_exchange_keeps_a_long_conversation_on_its_topic(store: FakeStore) -> None:
+    history = [
+        {"role": "user", "text": "Tell me about sick pay in Germany and illness."},
+        {"role": "agent", "text": "Full salary for 6 weeks per illness."},
+        *[{"role": r, "text": t} for r, t in [("user", "ok"), ("agent", "anything else?"), ("user", "hmm")]],
+    ]
+    query = conversation_query("how long exactly?", history, budget_tokens=6)
+    assert "illness" not in query.history_query, "the recent window has lost the topic"
+    topic_only = HybridRetriever(store, RetrievalSettings(weights={"dense_topic": 1.0}))
+    assert topic_only.rank_documents(query, where=None, k=1)[0][0] == "sick-de"
+    history_only = HybridRetriever(store, RetrievalSettings(weights={"lexical_history": 1.0}))
+    assert "sick-de" not in [d for d, _ in history_only.rank_documents(query, where=None, k=3)]
+    assert HybridRetriever(store).rank_documents(query, where=None, k=1)[0][0] == "sick-de", "the defaults use it"
+    with pytest.raises(ValueError, match="unknown document signal 'dense_elsewhere'"):
+        HybridRetriever(store, RetrievalSettings(weights={"dense_elsewhere": 1.0})).rank_documents(
+            query, where=None, k=1
+        )
+
+
+def test_a_topic_shift_moves_the_topic_to_the_message_that_changed_it(store: FakeStore) -> None:
+    settings = RetrievalSettings(shift_min_terms=5)
     retriever = HybridRetriever(store, settings)
     history = [
-        ("user", "How many days of annual leave do I get in the US?"),
-        ("agent", "Annual leave in the US: 20 days of paid time off; carry over up to 40 hours."),
+        {"role": "user", "text": "How many days of annual leave do I get in the US?"},
+        {"role": "agent", "text": "Annual leave in the US: 20 days of paid time off; carry over up to 40 hours."},
     ]
     new_topic = "When are payslips published in the portal each month, and how do I report payslip errors?"
-    follow_up = "And the carried hours?"
-    shifted = RetrievalQuery(new_topic, history_query(new_topic, history, 100))
-    same = RetrievalQuery(follow_up, history_query(follow_up, history, 100))
-    assert dialogue_text(shifted).startswith("How many days") and new_topic not in dialogue_text(shifted)
+    shifted = conversation_query(new_topic, history, 100)
     assert retriever.is_topic_shift(shifted)
-    assert not retriever.is_topic_shift(same), "a short follow-up leans on the dialogue"
+    assert retriever.topic_text(shifted, where=None) == new_topic
     on_topic = "How many days of annual leave can I carry over in the US, and by when must the 40 hours be used?"
-    assert not retriever.is_topic_shift(RetrievalQuery(on_topic, history_query(on_topic, history, 100)))
-    weights = retriever.signal_weights(shifted)
-    assert weights["lexical_history"] == pytest.approx(0.5) and weights["dense_question"] == 1.0
-    assert retriever.signal_weights(same) == dict(retriever.settings.weights)
-    assert retriever.rank_documents(shifted, where=None, k=1)[0][0] == "payslips"
-    assert not HybridRetriever(store).is_topic_shift(shifted), "detection is off by default"
-    assert not retriever.is_topic_shift(RetrievalQuery(new_topic, new_topic)), "a first turn has no dialogue"
+    assert not retriever.is_topic_shift(conversation_query(on_topic, history, 100)), "same document: no shift"
+    assert not retriever.is_topic_shift(conversation_query("And the carried hours?", history, 100)), "too short"
+    # The next turn keeps the new topic: the shifting message and the reply to it.
+    later = [*history, {"role": "user", "text": new_topic}, {"role": "agent", "text": "On the 25th of each month."}]
+    follow_up = conversation_query("ok thanks", later, 100)
+    assert retriever.topic_text(follow_up, where=None) == f"{new_topic} On the 25th of each month."
+    off = HybridRetriever(store, RetrievalSettings(detect_topic_shift=False))
+    assert not off.is_topic_shift(shifted) and off.topic_text(follow_up, where=None) == follow_up.topic_query
+    assert not retriever.is_topic_shift(conversation_query(new_topic, [], 100)), "a first turn opens the topic"
+
+
+def test_phrase_containment_counts_verbatim_word_ngrams() -> None:
+    from reground.tools.retrieval import _ngrams, phrase_containment
+
+    docs = {
+        "a": frozenset(_ngrams(_words("you must bring an original birth certificate to the office"), 4)),
+        "b": frozenset(_ngrams(_words("an original certificate must be brought to the office by you"), 4)),
+    }
+    scores = phrase_containment("Do I bring an original birth certificate?", docs, 4)
+    # 4 four-grams in the question; "a" holds "bring an original birth" and "an original birth certificate".
+    assert scores["a"] == pytest.approx(2 / 4) and scores["b"] == 0.0, "same words, other order: no phrase"
+    assert phrase_containment("too short", docs, 4) == {"a": 0.0, "b": 0.0}
+    with pytest.raises(ValueError, match="n-gram size"):
+        _ngrams(["a"], 0)
+
+
+def test_the_phrase_signal_finds_the_document_a_reply_quoted(store: FakeStore) -> None:
+    history = [
+        {"role": "user", "text": "I have a question about carrying days over."},
+        {"role": "agent", "text": "they must be taken by 31 March"},
+    ]
+    query = conversation_query("what else?", history, 100)
+    phrases = HybridRetriever(store, RetrievalSettings(weights={"lexical_history": 0.01, "document_phrases": 1.0}))
+    ranked = phrases.rank_documents(query, where=None, k=2)
+    assert ranked[0][0] == "leave-de", "only leave-de holds 'must be taken by 31 March' verbatim"
+    assert ranked[0][1] > ranked[1][1] + 0.5
+    assert phrases.document_phrases(["leave-de"])["leave-de"], "per-document n-grams are cached"
+
+
+def test_a_shifting_turn_weights_the_dialogue_signals_down() -> None:
+    from reground.tools.retrieval import shift_weights
+
+    settings = RetrievalSettings(shift_history_weight=0.5, shift_question_weight=1.0)
+    weights = shift_weights({"lexical_history": 1.0, "document_phrases": 0.4, "dense_topic": 2.0}, settings)
+    assert weights["lexical_history"] == 0.5 and weights["document_phrases"] == pytest.approx(0.2)
+    assert weights["dense_topic"] == 2.0, "the topic signal already searches the new message"
+    assert weights["lexical_question"] == 1.0 and weights["dense_question"] == 1.0
+
+
+def test_normalised_scales_by_the_best_or_by_the_range() -> None:
+    from reground.tools.retrieval import normalised
+
+    scores = {"a": 0.8, "b": 0.6, "c": 0.4}
+    assert normalised(scores) == pytest.approx({"a": 1.0, "b": 0.75, "c": 0.5})
+    assert normalised(scores, "minmax") == pytest.approx({"a": 1.0, "b": 0.5, "c": 0.0})
+    assert normalised({"a": 0.3}, "minmax") == {"a": 1.0} and normalised({}) == {}
+    with pytest.raises(ValueError, match="unknown normalization"):
+        normalised(scores, "zscore")
+
+
+def test_a_document_one_signal_ranks_first_is_rescored_even_when_others_miss_it(store: FakeStore) -> None:
+    # Only two fused leaders are rescored; "bikes" is the lexical signal's top document but the dense topic signal
+    # (weighted far higher) puts others ahead of it. The leaders union still lets the whole-document signal see it.
+    weights = {"lexical_history": 0.5, "dense_topic": 5.0, "document_question": 10.0}
+    query = RetrievalQuery("bicycle lease salary", "bicycle lease salary", topic_query="annual leave days Germany")
+    narrow = RetrievalSettings(weights=weights, rerank_candidates=2, signal_leaders=0, detect_topic_shift=False)
+    union = RetrievalSettings(weights=weights, rerank_candidates=2, signal_leaders=1, detect_topic_shift=False)
+    assert HybridRetriever(store, narrow).rank_documents(query, where=None, k=1)[0][0] != "bikes"
+    assert HybridRetriever(store, union).rank_documents(query, where=None, k=1)[0][0] == "bikes"
