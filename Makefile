@@ -20,10 +20,13 @@ LLAMA_CMAKE_ARGS ?= -DCMAKE_C_FLAGS='-mno-amx-tile -mno-amx-int8 -mno-amx-bf16' 
 	-DCMAKE_CXX_FLAGS='-mno-amx-tile -mno-amx-int8 -mno-amx-bf16'
 endif
 
-# One install for everything: the local model stack compiles llama.cpp once (pip caches the wheel).
+# One install for everything. llama.cpp is compiled here with the flags above and never taken from pip's wheel
+# cache: the cache key ignores CMAKE_ARGS, so a wheel built earlier with AMX would come back (seen on this machine).
 # WordNet (for METEOR) comes from Debian; without root or apt the metric reports itself unavailable.
+LLAMA_REQUIREMENT := $(shell sed -n 's/^ *"\(llama-cpp-python[^"]*\)",*$$/\1/p' pyproject.toml)
 $(STAMP): pyproject.toml | $(PY)
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install --quiet -e ".[local,eval,server,postgres,dev]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install --quiet --no-cache-dir "$(LLAMA_REQUIREMENT)"
+	$(PIP) install --quiet -e ".[local,eval,server,postgres,dev]"
 	@if [ ! -d /usr/share/wordnet ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 		(apt-get update -qq && apt-get install -y -qq wordnet-base wordnet-sense-index >/dev/null) \
 		|| echo "apt-get could not install WordNet"; fi

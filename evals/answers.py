@@ -628,6 +628,7 @@ def _check_config(out_dir: Path, config: dict[str, Any]) -> None:
     defaults = {"only_with_answer": True, "case_scope": None}  # what runs written before these keys did
     if path.is_file():
         old = json.loads(path.read_text(encoding="utf-8"))
+
         def value(settings: dict[str, Any], key: str) -> Any:
             raw = settings.get(key, defaults.get(key))
             return str(Path(raw).resolve()) if key in ("cases", "docs") and raw else raw

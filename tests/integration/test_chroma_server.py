@@ -188,8 +188,8 @@ def test_hybrid_retrieval_with_a_remote_chroma(chroma: ChromaServer, local_dir: 
     retriever = services.retriever(context)
     query = RetrievalQuery(question=LEAVE_DE, history_query=LEAVE_DE)
     signals = retriever.document_scores(query, where=None)
-    assert set(signals) == {"dense_history", "lexical_history"}
-    assert max(signals["dense_history"], key=signals["dense_history"].get) == "leave-de"
+    assert set(signals) == {"dense_topic", "lexical_history"}
+    assert max(signals["dense_topic"], key=signals["dense_topic"].get) == "leave-de"
     assert max(signals["lexical_history"], key=signals["lexical_history"].get) == "leave-de"
     # A term only BM25 can match exactly, and only one document contains.
     lexical = retriever.store.lexical_search("Urlaubsanspruch", 5)
