@@ -44,6 +44,7 @@ GRAPH_SYSTEMS: dict[str, dict[str, Any]] = {
     "reground-no_refiner": {"use_question_refiner": False},
     "reground-no_keywords": {"keyword_method": "off", "use_paragraph_scoring": False},
     "reground-no_rerank": {"rerank_method": "off"},
+    "reground-paragraph": {"answer_length": "paragraph"},  # up to 3 evidence sentences from any passage
     "reground-write": {"answer_style": "write"},  # the chat model writes the reply (extract is the default)
     "reground-llm_self_check": {"answer_style": "write", "use_self_check": True},
     "reground-no_triage": {"support_threshold": 0.0, "use_clarify": False},  # never abstains early nor asks back
