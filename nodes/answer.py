@@ -155,7 +155,7 @@ def extracted(state: State, env: NodeEnv, passages: Sequence[Passage], evidence:
     text, helpful = extracted_sentences(evidence, context.answer_length)
     if not text:
         env.stats.notes.append("no passage sentence to answer with")
-        return {"judgements": [], "draft": not_found_draft(passages, state, context.escalation), "draft_checked": False}
+        return {"judgements": [], "draft": not_found_draft(passages, state, context.escalation)}
     reply, kind = with_gap(text, state, env)
     env.stats.notes.append(f"answered with {len(helpful)} passage(s)' own sentences")
     draft = make_draft(reply, passages, state, evidence, kind=kind)

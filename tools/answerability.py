@@ -95,17 +95,18 @@ def readings(candidates: Iterable[Mapping[str, Any]], ratio: float, limit: int =
         return []
     top = float(ranked[0].get("doc_score", 0.0))
     out: list[Reading] = []
-    seen: set[str] = set()
+    seen_labels: set[str] = set()
+    seen_docs: set[str] = set()
     for candidate in ranked:
         score = float(candidate.get("doc_score", 0.0))
         if top > 0 and score < ratio * top:
             break
-        label = _label(candidate)
-        key = label.lower()
-        if key in seen or str(candidate.get("doc_id")) in {r.doc_id for r in out}:
+        label, doc_id = _label(candidate), str(candidate["doc_id"])
+        if label.lower() in seen_labels or doc_id in seen_docs:
             continue
-        seen.add(key)
-        out.append(Reading(str(candidate["doc_id"]), label, str(candidate.get("chunk_id", "")), round(score, 4)))
+        seen_labels.add(label.lower())
+        seen_docs.add(doc_id)
+        out.append(Reading(doc_id, label, str(candidate.get("chunk_id", "")), round(score, 4)))
         if len(out) >= limit:
             break
     return out
