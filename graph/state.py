@@ -121,6 +121,7 @@ class State(InputState, total=False):
     standalone_question: str
     retrieval_query: str
     query_mode: str  # "refined" | "history" (no usable rewrite) | "forced_history" | "rewritten" | "clarified"
+    # | "new_topic" (re-grounding after no support: the question searched without the dialogue)
     keywords: list[str]
     candidates: list[Passage]
     passages: list[Passage]

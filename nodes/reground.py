@@ -1,4 +1,5 @@
-"""ReGround: after an ungrounded answer, retrieve again with a better query (+Force on the first retry)."""
+"""ReGround: after an ungrounded answer, retrieve again with a better query (+Force on the first retry); when
+nothing retrieved supports the question, first search it as a new topic, away from the conversation's."""
 
 from __future__ import annotations
 
@@ -19,7 +20,11 @@ def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
     question, history = state["question"], state.get("history", [])
     forced = history_query(question, history, context.history_token_budget)
-    if attempt == 1 and forced != state.get("retrieval_query"):
+    if attempt == 1 and history and state.get("decision") == "abstain":
+        # Nothing the conversation points to supports the question: the user may have changed the subject
+        # ("How do I book a flight?" after parental leave). Search the question as a topic of its own.
+        query, mode = question, "new_topic"
+    elif attempt == 1 and forced != state.get("retrieval_query"):
         # +Force: the question plus the recent dialogue is the query that retrieved best in ReGround (when the turn
         # already searched with it, the same query would bring back the same passages: rewrite instead).
         query, mode = forced, "forced_history"

@@ -20,9 +20,11 @@ def retrieve(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
     question = state["question"]
     query_text = state.get("retrieval_query") or state.get("standalone_question") or question
+    # A re-grounding that suspects a change of subject searches the question without the conversation's topic.
+    history = [] if state.get("query_mode") == "new_topic" else state.get("history", [])
     query = conversation_query(
         question,
-        state.get("history", []),
+        history,
         context.history_token_budget,
         search_question=query_text,
         keywords=state.get("keywords", []),

@@ -216,3 +216,32 @@ def test_an_extracted_reply_is_not_rewritten_by_principle_refinement(hr_store: A
     (result,) = turns(graph, ctx, "How many days of annual leave do full-time employees in Germany get?")
     assert result["refine_iterations"] == 0 and model.calls == [] and result["passed"]
     assert "Invented" not in result["answer"]
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
+    from reground.tools.ingest import ingest
+    from reground.tools.store import PassageStore
+
+    data_dir = tmp_path_factory.mktemp("demo-store")
+    store = PassageStore.open("demo", data_dir=data_dir, create=True)
+    corpus = Path(__file__).resolve().parents[2] / "reground" / "data" / "hr_policies.jsonl"
+    assert not ingest([corpus], store, progress=False).errors
+    return store, str(data_dir)
+
+
+def test_a_change_of_subject_is_answered_from_its_own_document(demo_store: tuple[Any, str]) -> None:
+    """The conversation's topic (parental leave) pins retrieval to its document; when nothing there supports the
+    new question, the re-grounding searches the question as a topic of its own instead of abstaining."""
+    store, data_dir = demo_store
+    model = ScriptedChatModel()
+    graph = build_graph(chat_model=model, store=store, checkpointer=InMemorySaver())
+    context = Context(collection="demo", data_dir=data_dir, metadata_filter={"country": "DE"})
+    first, second = turns(
+        graph, context, "How much parental leave do I get?", "How do I book a flight for a business trip?"
+    )
+    assert [c["doc_id"] for c in first["citations"]] == ["parental-leave-de"]
+    assert second["kind"] == "answer" and second["passed"], second["fallback_reason"]
+    assert "TravelDesk" in second["answer"]
+    assert {c["doc_id"] for c in second["citations"]} == {"travel-expenses"}
+    assert second["reground_attempts"] == 1 and model.calls == [], "one LLM-free re-grounding"
