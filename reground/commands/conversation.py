@@ -78,10 +78,15 @@ def print_result(result: dict[str, Any], *, out: Any = None) -> None:
     for c in result.get("citations", []):
         url = f" <{c['url']}>" if c.get("url") else ""
         print(f"  [{c['number']}] {c['title']}{url}\n      \u201c{c['quote']}\u201d", file=out)
-    scores = ", ".join(f"{k} {v:.2f}" for k, v in result.get("principle_scores", {}).items())
+    scores = f"groundedness {result['groundedness']:.2f}, relevance {result.get('relevance', 0.0):.2f}"
+    if result.get("refine_iterations"):
+        # ProMiSe's lexical proxies matter to a reader only where they drove a refinement; on a quoted reply they
+        # read low (a sentence against whole passages) while saying nothing about its faithfulness.
+        proxies = result.get("principle_scores", {})
+        scores += ", " + ", ".join(f"{k} {v:.2f}" for k, v in proxies.items() if k != "relevance")
     status = "passed" if result["passed"] else f"fallback: {result['fallback_reason']}"
     print(
-        f"  groundedness {result['groundedness']:.2f} | {scores} | {status} | "
+        f"  {result.get('kind', 'answer')} | {scores} | {status} | "
         f"{result['llm_calls']} LLM calls, {result['seconds']:.1f} s, "
         f"re-ground {result['reground_attempts']}, refine {result['refine_iterations']}",
         file=out,
