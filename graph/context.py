@@ -13,9 +13,10 @@ import json
 import os
 import string
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, get_args, get_origin
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -44,6 +45,17 @@ ENV_PREFIX = "REGROUND_"
 
 
 Principle = Literal["specificity", "faithfulness", "relevance"]
+# How a reply is made, and how long an extracted one is (nodes/answer.py).
+AnswerStyle = Literal["extract", "write"]
+AnswerLength = Literal["sentence", "paragraph"]
+
+# Value domains several fields share: the bounds live in the type, and Studio's form shows them as min/max.
+Share = Annotated[float, Field(ge=0.0, le=1.0)]  # a score, a margin or a share on a 0-1 scale
+Cosine = Annotated[float, Field(ge=-1.0, le=1.0)]
+Temperature = Annotated[float, Field(ge=0.0, le=2.0)]
+Count = Annotated[int, Field(ge=0)]  # 0 = none (no history, no retry, no evidence)
+AtLeastOne = Annotated[int, Field(ge=1)]
+ReplyTokens = Annotated[int, Field(ge=8)]  # the token cap of a short reply: a rewrite, keywords, a verdict
 
 # Placeholders of the prompts the nodes fill with str.format: (required, allowed). A prompt missing a required
 # one, or naming one the node does not fill, is refused when the context is built, not mid-turn.
@@ -157,8 +169,22 @@ def check_prompt(name: str, text: str) -> None:
         raise ValueError(f"names the unknown placeholder {{{unknown[0]}}} (known: {', '.join(sorted(allowed))})")
 
 
-def _equal_principle_weights() -> dict[Principle, float]:
-    return {"specificity": 1.0, "faithfulness": 1.0, "relevance": 1.0}
+def check_collection(collection: str) -> None:
+    """The store's naming rule (a ValueError naming the problem), checked before any run starts."""
+    from reground.tools.store import collection_name_problem
+
+    problem = collection_name_problem(str(collection))
+    if problem:
+        raise ValueError(problem)
+
+
+def _checked_collection(collection: str) -> str:
+    check_collection(collection)
+    return collection
+
+
+# A collection name the store accepts, checked when a context is built (a bad one fails before any run starts).
+CollectionName = Annotated[str, AfterValidator(_checked_collection)]
 
 
 class Context(EnvSettings):
@@ -186,25 +212,21 @@ class Context(EnvSettings):
         default="local:all-MiniLM-L6-v2",
         description="Embedding spec: 'local:all-MiniLM-L6-v2' (ONNX, offline) or 'openai:<model>'.",
     )
-    temperature: float = Field(
-        default=0.0, ge=0.0, le=2.0, description="Sampling temperature of the first answer sample."
-    )
-    sample_temperature: float = Field(
+    temperature: Temperature = Field(default=0.0, description="Sampling temperature of the first answer sample.")
+    sample_temperature: Temperature = Field(
         default=0.7,
-        ge=0.0,
-        le=2.0,
         description="Sampling temperature of the answer samples after the first (ProMiSe best-of-N).",
     )
     llm_timeout_s: float = Field(default=120.0, gt=0.0, description="Timeout of one LLM call, seconds.")
-    max_answer_tokens: int = Field(default=120, ge=1, description="Token cap of one answer.")
-    rewrite_max_tokens: int = Field(
-        default=60, ge=8, description="Token cap of a rewritten question (refine_question, re_ground)."
+    max_answer_tokens: AtLeastOne = Field(default=120, description="Token cap of one answer.")
+    rewrite_max_tokens: ReplyTokens = Field(
+        default=60, description="Token cap of a rewritten question (refine_question, re_ground)."
     )
-    keywords_max_tokens: int = Field(default=60, ge=8, description="Token cap of the LLM keyword reply.")
-    judge_max_tokens: int = Field(default=120, ge=8, description="Token cap of the groundedness judge's reply.")
+    keywords_max_tokens: ReplyTokens = Field(default=60, description="Token cap of the LLM keyword reply.")
+    judge_max_tokens: ReplyTokens = Field(default=120, description="Token cap of the groundedness judge's reply.")
 
     # --- the document store -------------------------------------------------------------
-    collection: str = Field(default="demo-hr", description="Chroma collection to answer from.")
+    collection: CollectionName = Field(default="demo-hr", description="Chroma collection to answer from.")
     data_dir: str = Field(
         default="",
         description="Directory of the persistent store; empty = $REGROUND_DATA_DIR or ~/.local/share/reground.",
@@ -232,10 +254,8 @@ class Context(EnvSettings):
     use_question_refiner: bool = Field(
         default=True, description="Rewrite follow-ups into standalone questions (ConvRAG refiner)."
     )
-    rewrite_below_margin: float = Field(
+    rewrite_below_margin: Share = Field(
         default=0.25,
-        ge=0.0,
-        le=1.0,
         description=(
             "Rewrite a follow-up (one LLM call) only when the history-aware document ranking's top document "
             "leads the second by less than this share of its score; 0 = never rewrite, 1 = always."
@@ -245,24 +265,23 @@ class Context(EnvSettings):
         default="lexical",
         description="Keywords: 'llm' (structured output), 'lexical' (no LLM call) or 'off'.",
     )
-    history_token_budget: int = Field(
-        default=100, ge=0, description="Dialogue history (tokens) added to the retrieval query (DH_tokens)."
+    history_token_budget: Count = Field(
+        default=100, description="Dialogue history (tokens) added to the retrieval query (DH_tokens)."
     )
-    history_token_cap: int = Field(
+    history_token_cap: AtLeastOne = Field(
         default=3000,
-        ge=1,
         description="What any prompt of a turn carries of the dialogue at most (tokens); older turns are cut.",
     )
-    question_token_budget: int = Field(
-        default=512, ge=1, description="Longer questions are cut to this many tokens (noted in the trace)."
+    question_token_budget: AtLeastOne = Field(
+        default=512, description="Longer questions are cut to this many tokens (noted in the trace)."
     )
-    doc_candidates: int = Field(default=8, ge=1, description="Documents kept by document-level hybrid search.")
+    doc_candidates: AtLeastOne = Field(default=8, description="Documents kept by document-level hybrid search.")
     use_paragraph_scoring: bool = Field(
         default=True,
         description="Score paragraphs by cos(q', p) + sum of cos(keyword, p) (ConvRAG fine-grained retrieval).",
     )
-    paragraph_candidates: int = Field(
-        default=8, ge=1, description="Paragraphs kept by paragraph-level scoring, before rerank."
+    paragraph_candidates: AtLeastOne = Field(
+        default=8, description="Paragraphs kept by paragraph-level scoring, before rerank."
     )
     injection_model_check: bool = Field(
         default=False,
@@ -280,7 +299,7 @@ class Context(EnvSettings):
             "'auto' (HNSW from 50,000 chunks, where exact scoring stops paying: evals/results/bench.json, scale)."
         ),
     )
-    top_n: int = Field(default=3, ge=1, description="Paragraphs kept after rerank (ConvRAG n = 3).")
+    top_n: AtLeastOne = Field(default=3, description="Paragraphs kept after rerank (ConvRAG n = 3).")
     rerank_method: Literal["fusion", "llm", "http", "off"] = Field(
         default="fusion",
         description=(
@@ -301,9 +320,8 @@ class Context(EnvSettings):
             "dev, evals/README.md)."
         ),
     )
-    abstain_reground_attempts: int = Field(
+    abstain_reground_attempts: Count = Field(
         default=1,
-        ge=0,
         description="Re-retrievals tried before abstaining on a question nothing covers (each with another query).",
     )
     use_clarify: bool = Field(
@@ -324,10 +342,8 @@ class Context(EnvSettings):
         le=1.0,
         description="A document counts as a reading when its retrieval score is at least this share of the best one.",
     )
-    partial_coverage: float = Field(
+    partial_coverage: Share = Field(
         default=0.0,
-        ge=0.0,
-        le=1.0,
         description=(
             "When the passages hold less than this share of the question's content words, the answer says which "
             "ones the documents do not mention (a partial answer); 0 = never."
@@ -335,7 +351,7 @@ class Context(EnvSettings):
     )
 
     # --- answer --------------------------------------------------------------------------
-    answer_style: Literal["extract", "write"] = Field(
+    answer_style: AnswerStyle = Field(
         default="extract",
         description=(
             "'extract': the reply is the passage sentences that match the question best, in the documents' own "
@@ -343,7 +359,7 @@ class Context(EnvSettings):
             "chat model writes the reply from the passages and those sentences (a capable model)."
         ),
     )
-    answer_length: Literal["sentence", "paragraph"] = Field(
+    answer_length: AnswerLength = Field(
         default="sentence",
         description=(
             "How long an extracted reply is. 'sentence' (chat replies, like doc2dial's agents): the best sentence, "
@@ -359,19 +375,17 @@ class Context(EnvSettings):
             "off: the passages holding the evidence sentences count as helpful and the answer is plain text."
         ),
     )
-    answer_evidence: int = Field(
+    answer_evidence: Count = Field(
         default=2,
-        ge=0,
         description=(
             "Passage sentences closest to the question (LLM-free) shown to the answer call as evidence; 0 = none."
         ),
     )
-    max_answer_sentences: int = Field(
+    max_answer_sentences: AtLeastOne = Field(
         default=2,
-        ge=1,
         description="Answers are cut to this many sentences (dialogue replies are short; the rules say 1-3).",
     )
-    n_samples: int = Field(default=1, ge=1, description="Initial answer samples N (ProMiSe best-of-N).")
+    n_samples: AtLeastOne = Field(default=1, description="Initial answer samples N (ProMiSe best-of-N).")
     escalation: str = Field(
         default="please ask the people who maintain these documents",
         description=(
@@ -381,7 +395,7 @@ class Context(EnvSettings):
     )
 
     # --- groundedness and loops --------------------------------------------------------
-    groundedness_threshold: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(
+    groundedness_threshold: Share | None = Field(
         default=None,
         description=(
             "Answers scoring below this are re-grounded. Empty: the value `reground eval calibrate` wrote to "
@@ -400,32 +414,26 @@ class Context(EnvSettings):
     use_llm_groundedness_judge: bool = Field(
         default=True, description="Include the LLM judge in the groundedness score."
     )
-    support_low: float = Field(
+    support_low: Cosine = Field(
         default=0.35,
-        ge=-1.0,
-        le=1.0,
         description="Embedding support: an answer sentence whose best passage cosine is below this counts 0.",
     )
-    support_high: float = Field(
+    support_high: Cosine = Field(
         default=0.75,
-        ge=-1.0,
-        le=1.0,
         description="Embedding support: a best passage cosine above this counts 1 (restated); linear between.",
     )
-    llm_judge_band: float = Field(
+    llm_judge_band: Share = Field(
         default=0.15,
-        ge=0.0,
-        le=1.0,
         description=(
             "The LLM judge runs only when the cheap signals' score is within this distance of the threshold "
             "(where it can change the verdict); 1 = on every answer."
         ),
     )
-    max_reground_attempts: int = Field(
-        default=2, ge=0, description="Re-retrievals after an ungrounded answer (ReGround loop cap)."
+    max_reground_attempts: Count = Field(
+        default=2, description="Re-retrievals after an ungrounded answer (ReGround loop cap)."
     )
-    max_refine_iterations: int = Field(
-        default=1, ge=0, description="Principle-wise refinement iterations J (ProMiSe loop cap)."
+    max_refine_iterations: Count = Field(
+        default=1, description="Principle-wise refinement iterations J (ProMiSe loop cap)."
     )
     specificity_threshold: float = Field(
         default=0.02, description="Sufficiency: ROUGE-1 recall of the answer vs the passages."
@@ -455,7 +463,7 @@ class Context(EnvSettings):
         ),
     )
     principle_weights: dict[Principle, float] = Field(
-        default_factory=_equal_principle_weights,
+        default_factory=lambda: dict.fromkeys(get_args(Principle), 1.0),
         description="Weights w of the proxy metrics in the improvement test.",
     )
     improvement_lambda: float = Field(
@@ -464,8 +472,8 @@ class Context(EnvSettings):
     )
     use_reground: bool = Field(default=True, description="Enable the re-grounding loop.")
     use_principle_refinement: bool = Field(default=True, description="Enable the ProMiSe refinement loop.")
-    recursion_limit: int = Field(
-        default=60, ge=1, description="LangGraph recursion limit of a turn (the loops' own caps are far below it)."
+    recursion_limit: AtLeastOne = Field(
+        default=60, description="LangGraph recursion limit of a turn (the loops' own caps are far below it)."
     )
 
     # --- human review ------------------------------------------------------------------
@@ -491,12 +499,6 @@ class Context(EnvSettings):
         default_factory=lambda: dict(refine_prompts.PRINCIPLE_TASKS),
         description="Prompts: one per principle for ProMiSe refinement (specificity, faithfulness, relevance).",
     )
-
-    @field_validator("collection")
-    @classmethod
-    def _collection_name(cls, value: str) -> str:
-        check_collection(value)
-        return value
 
     @field_validator(*PROMPT_PLACEHOLDERS, *VERBATIM_PROMPTS, mode="before")
     @classmethod
@@ -558,20 +560,22 @@ class Context(EnvSettings):
 _CONVERSATION = Context.model_fields  # the ingestion graph writes where the conversation reads
 
 
+def _conversation_field(name: str) -> Any:
+    """A fresh copy of the conversation's declaration of a field (pydantic completes a FieldInfo it is given, so
+    one is never shared between models)."""
+    declared = _CONVERSATION[name]
+    return Field(default=declared.default, description=declared.description)
+
+
 class IngestContext(EnvSettings):
     """Where the ingestion graph writes; unset fields fall back to REGROUND_<FIELD>."""
 
-    collection: str = Field(
+    collection: CollectionName = Field(
         default=_CONVERSATION["collection"].default,
         description="Chroma collection to write into (created if missing), 3-200 characters.",
     )
-    data_dir: str = Field(
-        default="",
-        description="Directory of the persistent store; empty = $REGROUND_DATA_DIR or ~/.local/share/reground.",
-    )
-    chroma_url: str = Field(
-        default="", description="URL of a Chroma server (chroma run); empty = the embedded store in data_dir."
-    )
+    data_dir: str = _conversation_field("data_dir")
+    chroma_url: str = _conversation_field("chroma_url")
     max_tokens: int = Field(
         default=160, ge=16, description="Maximum tokens per chunk (chunks follow headings and paragraphs)."
     )
@@ -579,18 +583,3 @@ class IngestContext(EnvSettings):
         default=_CONVERSATION["embedding_model"].default,
         description="Embedding spec; must match the one the conversation graph reads the collection with.",
     )
-
-    @field_validator("collection")
-    @classmethod
-    def _collection_name(cls, value: str) -> str:
-        check_collection(value)
-        return value
-
-
-def check_collection(collection: str) -> None:
-    """The store's naming rule (a ValueError naming the problem), checked before any run starts."""
-    from reground.tools.store import collection_name_problem
-
-    problem = collection_name_problem(str(collection))
-    if problem:
-        raise ValueError(problem)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from reground.graph.context import DEFAULT_GROUNDEDNESS_THRESHOLD, Context, ContextError
+from reground.graph.context import DEFAULT_GROUNDEDNESS_THRESHOLD, Context, ContextError, IngestContext
 
 
 def write_calibration(data_dir: Path, value: float) -> None:
@@ -137,6 +137,30 @@ def test_the_schema_studio_renders_carries_descriptions_ranges_and_choices() -> 
     assert properties["keyword_method"]["enum"] == ["llm", "lexical", "off"]
     assert "retrieval" in properties and "history_token_cap" in properties and "sample_temperature" in properties
     assert all(p.get("description") for p in properties.values()), "every field is described in Studio's form"
+
+
+def test_the_shared_value_domains_bound_every_field_declared_with_them() -> None:
+    properties = Context.model_json_schema()["properties"]
+    bounds = {name: (properties[name].get("minimum"), properties[name].get("maximum")) for name in properties}
+    assert bounds["llm_judge_band"] == bounds["partial_coverage"] == bounds["rewrite_below_margin"] == (0.0, 1.0)
+    assert bounds["support_low"] == bounds["support_high"] == (-1.0, 1.0)
+    assert bounds["temperature"] == bounds["sample_temperature"] == (0.0, 2.0)
+    assert bounds["rewrite_max_tokens"] == bounds["judge_max_tokens"] == (8, None)
+    assert bounds["answer_evidence"] == (0, None) and bounds["n_samples"] == (1, None)
+    threshold = properties["groundedness_threshold"]["anyOf"][0]
+    assert (threshold["minimum"], threshold["maximum"]) == (0.0, 1.0)
+    for field, value in (("partial_coverage", 1.5), ("support_high", -2.0), ("temperature", 2.5), ("n_samples", 0)):
+        with pytest.raises(ContextError, match=f"'{field}'"):
+            Context(**{field: value})  # type: ignore[arg-type]
+
+
+def test_both_contexts_check_the_collection_name_and_describe_the_store_alike() -> None:
+    for model in (Context, IngestContext):
+        with pytest.raises(ContextError, match=r"'collection'.*invalid collection name 'x'"):
+            model(collection="x")
+    for name in ("data_dir", "chroma_url"):
+        assert IngestContext.model_fields[name].description == Context.model_fields[name].description
+        assert IngestContext.model_fields[name] is not Context.model_fields[name]
 
 
 def test_tunables_are_fields_with_the_old_defaults_and_the_recursion_limit_has_one_source() -> None:
