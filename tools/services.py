@@ -24,41 +24,21 @@ Role = Literal["refiner", "answer", "judge"]
 class ServiceSettings(Protocol):
     """What the clients are built from: the run's settings (the graph's Context satisfies this).
 
-    A protocol, not the Context itself, so that tools know nothing of the graph.
+    A protocol, not the Context itself, so that tools know nothing of the graph. Its settings are plain
+    attributes, as the Context's fields are; Services only reads them.
     """
 
-    @property
-    def chat_model(self) -> str: ...
-
-    @property
-    def temperature(self) -> float: ...
-
-    @property
-    def llm_timeout_s(self) -> float: ...
-
-    @property
-    def max_answer_tokens(self) -> int: ...
-
-    @property
-    def embedding_model(self) -> str: ...
-
-    @property
-    def collection(self) -> str: ...
-
-    @property
-    def data_dir(self) -> str: ...
-
-    @property
-    def chroma_url(self) -> str: ...
-
-    @property
-    def store(self) -> str: ...
-
-    @property
-    def retrieval(self) -> RetrievalSettings: ...
-
-    @property
-    def index(self) -> IndexSettings: ...
+    chat_model: str
+    temperature: float
+    llm_timeout_s: float
+    max_answer_tokens: int
+    embedding_model: str
+    collection: str
+    data_dir: str
+    chroma_url: str
+    store: str
+    retrieval: RetrievalSettings
+    index: IndexSettings
 
     def model_for(self, role: Role) -> str: ...
 
