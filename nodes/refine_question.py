@@ -16,7 +16,7 @@ from reground.graph.state import State
 from reground.nodes.common import NodeEnv, format_history
 from reground.prompts import refine_question as prompts
 from reground.tools.answerability import depends_on_dialogue
-from reground.tools.chat import LLMReplyError
+from reground.tools.chat import LLMReplyError, one_line
 from reground.tools.retrieval import RetrievalQuery, history_query
 from reground.tools.scoring import squad_tokens
 from reground.tools.structured import call_json
@@ -46,9 +46,7 @@ class Rewrite(BaseModel):
     @field_validator("question")
     @classmethod
     def _one_question(cls, value: str) -> str:
-        value = " ".join(value.split())
-        if len(value.split()) < 2:
-            raise ValueError("the rewrite is empty or a single word")
+        value = one_line(value, min_words=2, problem="the rewrite is empty or a single word")
         if len(value) > 400:
             raise ValueError("the rewrite is far longer than a question")
         return value

@@ -149,6 +149,15 @@ def call_parsed(
         raise LLMReplyError(f"unparseable reply after one repair: {exc}") from exc
 
 
+def one_line(text: str, *, min_words: int, problem: str) -> str:
+    """A reply's text with its white space folded; ValueError(problem) when fewer than `min_words` words are left
+    (the problem is what the repair instruction tells the model)."""
+    folded = " ".join(text.split())
+    if len(folded.split()) < min_words:
+        raise ValueError(problem)
+    return folded
+
+
 def parse_json_object(text: str) -> dict[str, Any]:
     """The first JSON object in a reply (models wrap JSON in prose or code fences)."""
     match = re.search(r"\{.*\}", text, re.DOTALL)

@@ -13,13 +13,14 @@ reply that does not parse leaves the turn without expansions (the caller notes i
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Annotated
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from pydantic import BaseModel, Field, field_validator
+from pydantic import AfterValidator, BaseModel, Field, field_validator
 from reground.prompts import query_transforms as prompts
 from reground.prompts.formatting import format_history
-from reground.tools.chat import CallStats
+from reground.tools.chat import CallStats, one_line
 from reground.tools.retrieval import TRANSFORMS, QueryTransform, check_transform
 from reground.tools.structured import call_json
 from reground.tools.tokens import count_tokens, tail_tokens
@@ -27,14 +28,19 @@ from reground.tools.tokens import count_tokens, tail_tokens
 __all__ = ["TRANSFORMS", "QueryTransform", "transform_query"]
 
 MAX_TEXT_CHARS = 600  # one expansion longer than this is cut (a runaway reply would dominate the embedding)
+MAX_ITEMS = 5  # a reply's list is cut to this many texts (each one is one more search)
 
 
-def _clean_items(value: list[str], *, most: int) -> list[str]:
+def _search_texts(value: list[str]) -> list[str]:
     items = list(dict.fromkeys(" ".join(v.split()) for v in value if len(v.split()) >= 1))
     items = [i[:MAX_TEXT_CHARS] for i in items if i]
     if not items:
         raise ValueError("no non-empty item")
-    return items[:most]
+    return items[:MAX_ITEMS]
+
+
+# A reply's list of texts to search with: white space folded, repeats and empty items dropped, each one cut.
+SearchTexts = Annotated[list[str], AfterValidator(_search_texts)]
 
 
 class HypotheticalPassage(BaseModel):
@@ -45,32 +51,19 @@ class HypotheticalPassage(BaseModel):
     @field_validator("passage")
     @classmethod
     def _some_words(cls, value: str) -> str:
-        value = " ".join(value.split())
-        if len(value.split()) < 3:
-            raise ValueError("the passage has fewer than 3 words")
-        return value[:MAX_TEXT_CHARS]
+        return one_line(value, min_words=3, problem="the passage has fewer than 3 words")[:MAX_TEXT_CHARS]
 
 
 class IntendedTopics(BaseModel):
     """Intended topics: short noun phrases naming what the user means."""
 
-    topics: list[str] = Field(description="3 topics, short noun phrases, most specific first")
-
-    @field_validator("topics")
-    @classmethod
-    def _clean(cls, value: list[str]) -> list[str]:
-        return _clean_items(value, most=5)
+    topics: SearchTexts = Field(description="3 topics, short noun phrases, most specific first")
 
 
 class QueryVariants(BaseModel):
     """Multi-query: standalone variants of the question."""
 
-    queries: list[str] = Field(description="3 standalone search queries for the last message")
-
-    @field_validator("queries")
-    @classmethod
-    def _clean(cls, value: list[str]) -> list[str]:
-        return _clean_items(value, most=5)
+    queries: SearchTexts = Field(description="3 standalone search queries for the last message")
 
 
 _TASKS: dict[str, tuple[str, type[BaseModel]]] = {

@@ -10,9 +10,9 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from reground.graph.builder import build_graph, run_config
 from reground.graph.context import Context
-from reground.tools.chat import CallStats, LLMReplyError
+from reground.tools.chat import CallStats, LLMReplyError, one_line
 from reground.tools.fake_chat import ScriptedChatModel
-from reground.tools.query_transforms import recent_history, transform_query
+from reground.tools.query_transforms import MAX_ITEMS, IntendedTopics, QueryVariants, recent_history, transform_query
 from reground.tools.retrieval import HybridRetriever, RetrievalQuery, RetrievalSettings, history_query
 
 from tests.unit.test_retrieval import CHUNKS, FakeStore
@@ -58,6 +58,17 @@ def test_none_makes_no_call_and_bad_names_and_replies_are_refused() -> None:
         transform_query(model, "topics", "question?", HISTORY, CallStats())
     with pytest.raises(ValueError, match="unknown query transform"):
         RetrievalSettings(query_transform="hype")  # type: ignore[arg-type]
+
+
+def test_reply_texts_are_folded_onto_one_line_and_short_ones_name_the_problem() -> None:
+    assert one_line("  when are\n payslips   published ", min_words=3, problem="short") == "when are payslips published"
+    with pytest.raises(ValueError, match=r"^the rewrite is a single word$"):
+        one_line(" payslips \n", min_words=2, problem="the rewrite is a single word")
+    texts = [" payslip  dates", "payslip dates", "", *(f"topic {i}" for i in range(9))]
+    for reply in (IntendedTopics(topics=texts).topics, QueryVariants(queries=texts).queries):
+        assert reply[:2] == ["payslip dates", "topic 0"] and len(reply) == MAX_ITEMS
+    with pytest.raises(ValueError, match="no non-empty item"):
+        QueryVariants(queries=[" ", ""])
 
 
 def test_recent_history_keeps_the_newest_turns_within_the_budget() -> None:
