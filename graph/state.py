@@ -120,7 +120,8 @@ class State(InputState, total=False):
     history: list[dict[str, str]]
     standalone_question: str
     retrieval_query: str
-    query_mode: str  # "refined" | "history" (no usable rewrite) | "forced_history" | "rewritten" | "clarified"
+    # "refined" | "history" (no usable rewrite) | "forced_history" | "rewritten" | "clarified" | "new_topic"
+    query_mode: str
     # | "new_topic" (re-grounding after no support: the question searched without the dialogue)
     keywords: list[str]
     candidates: list[Passage]

@@ -9,6 +9,7 @@ from langchain_core.messages import HumanMessage
 from reground.graph.state import State
 from reground.nodes.common import NodeEnv, format_history
 from reground.nodes.refine_question import Rewrite
+from reground.tools.answerability import stands_alone
 from reground.tools.chat import LLMReplyError
 from reground.tools.keywords import lexical_keywords
 from reground.tools.retrieval import history_query
@@ -20,9 +21,9 @@ def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
     question, history = state["question"], state.get("history", [])
     forced = history_query(question, history, context.history_token_budget)
-    if attempt == 1 and history and state.get("decision") == "abstain":
-        # Nothing the conversation points to supports the question: the user may have changed the subject
-        # ("How do I book a flight?" after parental leave). Search the question as a topic of its own.
+    if attempt == 1 and history and state.get("decision") == "abstain" and stands_alone(question, history):
+        # Nothing the conversation points to supports a question that reads on its own: the user may have changed
+        # the subject ("How do I book a flight?" after parental leave). Search it as a topic of its own.
         query, mode = question, "new_topic"
     elif attempt == 1 and forced != state.get("retrieval_query"):
         # +Force: the question plus the recent dialogue is the query that retrieved best in ReGround (when the turn

@@ -12,7 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reground.graph.builder import build_graph, run_config
 from reground.graph.context import Context
 from reground.prompts import answer as answer_prompts
-from reground.tools.answerability import coverage, readings, unresolved_references
+from reground.tools.answerability import coverage, readings, stands_alone, unresolved_references
 from reground.tools.fake_chat import ScriptedChatModel
 
 
@@ -169,6 +169,33 @@ def test_unresolved_references_are_the_ones_the_dialogue_never_named() -> None:
         "the role",
         "the Prime Minister",
     ]
+
+
+def test_only_a_question_that_reads_on_its_own_stands_alone() -> None:
+    history = [
+        {"role": "user", "text": "How much parental leave do I get?"},
+        {"role": "assistant", "text": "Parents can take up to three years of parental leave."},
+    ]
+    assert stands_alone("How do I book a flight for a business trip?", history)
+    assert not stands_alone("Tell me the questions I must answer.", history)  # which questions? the dialogue's
+    assert not stands_alone("Is any of it paid?", history)  # a pronoun
+    assert not stands_alone("And for part-time staff?", history)  # too short to stand alone
+
+
+def test_a_follow_up_that_needs_its_dialogue_is_not_searched_as_a_new_topic(demo_store: tuple[Any, str]) -> None:
+    store, data_dir = demo_store
+    model = ScriptedChatModel()
+    graph = build_graph(chat_model=model, store=store, checkpointer=InMemorySaver())
+    context = Context(collection="demo", data_dir=data_dir, metadata_filter={"country": "DE"})
+    config = run_config(context, configurable={"thread_id": "t"})
+    modes = []
+    for question in ("How much parental leave do I get?", "Tell me the questions I must answer."):
+        out = graph.invoke({"messages": [{"role": "user", "content": question}]}, config=config, context=context)
+        modes.append(graph.get_state(config).values["query_mode"])
+    assert out["result"]["kind"] != "answer" or {c["doc_id"] for c in out["result"]["citations"]} <= {
+        "parental-leave-de"
+    }
+    assert modes[1] != "new_topic"
 
 
 def test_readings_are_distinct_documents_close_to_the_best() -> None:
