@@ -290,12 +290,14 @@ def status(data: str | os.PathLike[str] | None = None) -> ServerInfo | None:
 
 
 def free_port() -> int:
+    """A TCP port nobody listens on right now (bind to 0 and let the kernel choose)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-def _tail(path: Path, lines: int = 30) -> str:
+def log_tail(path: Path, lines: int = 30) -> str:
+    """The last lines of a server's log, for the error that says why it did not start."""
     try:
         return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
     except OSError:
@@ -346,7 +348,9 @@ def launch(
     url = f"http://127.0.0.1:{port}/v1"
     while True:
         if process.poll() is not None:
-            raise LocalServerError(f"the llama.cpp server exited with {process.returncode}; log {log}:\n{_tail(log)}")
+            raise LocalServerError(
+                f"the llama.cpp server exited with {process.returncode}; log {log}:\n{log_tail(log)}"
+            )
         with contextlib.suppress(httpx.HTTPError):
             if httpx.get(f"{url}/models", timeout=2.0).status_code == 200:
                 break

@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import IO, Any
 
 import httpx
+from reground.tools.local_server import free_port, log_tail
 
 REPO = Path(__file__).resolve().parents[2]
 LANGGRAPH_CONFIG = REPO / "langgraph.json"
+LOG_LINES = 40  # of a server's log, in the error when it did not start
 
 # What keeps `langgraph dev` from phoning home (see shared/notes/offline-stack.md).
 OFFLINE_ENV = {
@@ -34,20 +36,6 @@ OFFLINE_ENV = {
     "LANGSMITH_TRACING": "false",
     "LANGCHAIN_TRACING_V2": "false",
 }
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now (bind to 0 and let the kernel choose)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
 
 
 def wait_ready(url: str, *, process: subprocess.Popen[bytes] | None, log: Path, timeout_s: float) -> float:
@@ -59,7 +47,7 @@ def wait_ready(url: str, *, process: subprocess.Popen[bytes] | None, log: Path, 
             raise RuntimeError(
                 f"server process {process.pid} exited with {process.returncode} "
                 f"before {url} was ready; "
-                f"log {log}:\n{_tail(log)}"
+                f"log {log}:\n{log_tail(log, LOG_LINES)}"
             )
         try:
             if httpx.get(url, timeout=2.0).status_code == 200:
@@ -67,7 +55,9 @@ def wait_ready(url: str, *, process: subprocess.Popen[bytes] | None, log: Path, 
         except httpx.HTTPError as exc:
             last_error = repr(exc)
         time.sleep(0.25)
-    raise TimeoutError(f"{url} not ready after {timeout_s:.0f} s ({last_error}); log {log}:\n{_tail(log)}")
+    raise TimeoutError(
+        f"{url} not ready after {timeout_s:.0f} s ({last_error}); log {log}:\n{log_tail(log, LOG_LINES)}"
+    )
 
 
 def stop_pid(pid: int, *, grace_s: float = 10.0) -> None:
@@ -181,7 +171,7 @@ class LanggraphDev(_ServerProcess):
         self._spawn(command, cwd=self.workdir, env=self.env)
         assert self.process is not None
         self.startup_s = wait_ready(f"{self.url}/ok", process=self.process, log=self.log_path, timeout_s=timeout_s)
-        announced = re.findall(r"API: \S*?http://127\.0\.0\.1:(\d+)", _tail(self.log_path, 400))
+        announced = re.findall(r"API: \S*?http://127\.0\.0\.1:(\d+)", log_tail(self.log_path, 400))
         if announced and int(announced[-1]) != self.port:
             self.stop()
             raise RuntimeError(f"langgraph dev moved to port {announced[-1]} (asked for {self.port})")
@@ -336,14 +326,16 @@ def start_postgres(root: Path, *, timeout_s: float = 60.0) -> Postgres:
     started = time.monotonic()
     while time.monotonic() - started < timeout_s:
         if server.process.poll() is not None:
-            raise RuntimeError(f"postgres exited with {server.process.returncode}; log {log}:\n{_tail(log)}")
+            raise RuntimeError(
+                f"postgres exited with {server.process.returncode}; log {log}:\n{log_tail(log, LOG_LINES)}"
+            )
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.settimeout(0.5)
             if sock.connect_ex(("127.0.0.1", server.port)) == 0:
                 return server
         time.sleep(0.1)
     server.stop()
-    raise TimeoutError(f"postgres not accepting connections on {server.port}; log {log}:\n{_tail(log)}")
+    raise TimeoutError(f"postgres not accepting connections on {server.port}; log {log}:\n{log_tail(log, LOG_LINES)}")
 
 
 # Chroma's product telemetry switch (read by chromadb's Settings, so by the CLI and the client).
@@ -397,9 +389,11 @@ class ChromaServer(_ServerProcess):
         except BaseException:
             self.stop()
             raise
-        if f"{self.port} is not available" in _tail(self.log_path, 400):
+        if f"{self.port} is not available" in log_tail(self.log_path, 400):
             self.stop()
-            raise RuntimeError(f"chroma could not bind port {self.port}; log {self.log_path}:\n{_tail(self.log_path)}")
+            raise RuntimeError(
+                f"chroma could not bind port {self.port}; log {self.log_path}:\n{log_tail(self.log_path, LOG_LINES)}"
+            )
         return self
 
 
