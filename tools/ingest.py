@@ -28,12 +28,14 @@ from tqdm import tqdm
 
 @dataclass
 class IngestSummary:
-    documents: int = 0
+    """What one ingest did to the collection, for the CLI line and the ingestion graph's result."""
+
+    documents: int = 0  # documents now in the store from this ingest: the unchanged and the (re)written ones
     chunks_added: int = 0
-    unchanged: int = 0
-    replaced: int = 0
-    deleted: int = 0
-    skipped: int = 0
+    unchanged: int = 0  # same content hash as stored: not rewritten
+    replaced: int = 0  # stored before with other content: rewritten
+    deleted: int = 0  # removed by doc_id (`reground ingest --delete`, the ingestion graph's `delete`)
+    skipped: int = 0  # a repeated doc_id or no text to index (each also in errors)
     errors: list[LoadError] = field(default_factory=list)
     repaired: list[str] = field(default_factory=list)  # manifest records dropped: their chunks were missing
 
