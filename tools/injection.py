@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
@@ -38,6 +39,7 @@ from reground.prompts.fence import fence_text, fenced
 from reground.tools.chat import CallStats, LLMReplyError
 
 REMOVED_MARKER = "[instruction removed]"
+SCREENED_TEXTS_KEPT = 4096  # passages whose rule screening is kept (a function of the text alone)
 
 # Zero-width and invisible format characters: text hidden between them (or made of them) is not for readers.
 _ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e]")
@@ -370,8 +372,10 @@ def confirm_with_model(text: str, judge: ModelJudge | None) -> list[Finding]:
     """Rules plus the model: the borderline sentences of `text` the judge says are instructions to the assistant,
     as findings (patterns "model:<cue>..."). The rules' own findings never go to the judge: they stand. A
     malformed verdict (wrong length) keeps the rules' decision, i.e. adds nothing."""
+    if judge is None:
+        return []
     candidates = borderline_sentences(text)
-    if judge is None or not candidates:
+    if not candidates:
         return []
     verdicts = list(judge(candidates))
     if len(verdicts) != len(candidates):
@@ -386,7 +390,19 @@ def confirm_with_model(text: str, judge: ModelJudge | None) -> list[Finding]:
 def sanitize_passage_text(text: str, judge: ModelJudge | None = None) -> tuple[str, list[str]]:
     """(the text with hidden text dropped and each instruction sentence replaced by REMOVED_MARKER, the removed
     sentences). Hidden text is dropped whether or not it reads as an instruction: it is not for readers."""
-    findings = find_instructions(text) + confirm_with_model(text, judge)
+    if judge is None:  # the rules alone: a function of the text, and the same passages come back turn after turn
+        clean, removed = _sanitized_by_rules(text)
+        return clean, list(removed)
+    return _sanitized(text, find_instructions(text) + confirm_with_model(text, judge))
+
+
+@lru_cache(maxsize=SCREENED_TEXTS_KEPT)
+def _sanitized_by_rules(text: str) -> tuple[str, tuple[str, ...]]:
+    clean, removed = _sanitized(text, find_instructions(text))
+    return clean, tuple(removed)
+
+
+def _sanitized(text: str, findings: Sequence[Finding]) -> tuple[str, list[str]]:
     removed = [f.sentence for f in findings]
     hidden = [h for h in hidden_segments(text) if h not in removed]
     visible = _strip_hidden(text)
