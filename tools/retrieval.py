@@ -86,7 +86,7 @@ class RetrievalQuery:
     phrase_query: str = ""
 
 
-SAME_DOCUMENT_PENALTY = 0.02
+SAME_DOCUMENT_PENALTY = 0.05
 # The texts chunk-level signals search, and the whole-document signals with the text each one reads
 # (see RetrievalSettings.weights).
 CHUNK_TEXTS = ("question", "history", "topic")
