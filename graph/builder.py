@@ -53,6 +53,9 @@ def _is_transient(exc: Exception) -> bool:
 
 LLM_RETRY = RetryPolicy(max_attempts=3, initial_interval=1.0, backoff_factor=2.0, retry_on=_is_transient)
 STORE_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.2, backoff_factor=2.0, retry_on=_is_transient)
+# The nodes that call a model or the store retry its transient failures; the others compute and do not retry.
+_LLM_NODES = ("refine_question", "extract_keywords", "rerank", "answer", "check_groundedness", "re_ground", "refine")
+NODE_RETRY: dict[str, RetryPolicy] = {**dict.fromkeys(_LLM_NODES, LLM_RETRY), "retrieve": STORE_RETRY}
 
 
 def _bind(name: str, fn: NodeFn, services: Services) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
@@ -155,22 +158,23 @@ def build_graph(
     """
     services = Services(chat_model=chat_model, embedder=embeddings, store=store)
     builder = StateGraph(State, input_schema=InputState, output_schema=OutputState, context_schema=Context)
-    nodes: dict[str, tuple[NodeFn, RetryPolicy | None]] = {
-        "start_turn": (start_turn, None),
-        "refine_question": (refine_question, LLM_RETRY),
-        "extract_keywords": (extract_keywords, LLM_RETRY),
-        "retrieve": (retrieve, STORE_RETRY),
-        "rerank": (rerank, LLM_RETRY),
-        "triage": (triage, None),
-        "clarify": (clarify, None),
-        "answer": (answer, LLM_RETRY),
-        "check_groundedness": (check_groundedness, LLM_RETRY),
-        "re_ground": (re_ground, LLM_RETRY),
-        "refine": (refine, LLM_RETRY),
-        "review": (review, None),
-        "finalize": (finalize, None),
-    }
-    for node_name, (fn, retry) in nodes.items():
+    nodes: tuple[tuple[str, NodeFn], ...] = (
+        ("start_turn", start_turn),
+        ("refine_question", refine_question),
+        ("extract_keywords", extract_keywords),
+        ("retrieve", retrieve),
+        ("rerank", rerank),
+        ("triage", triage),
+        ("clarify", clarify),
+        ("answer", answer),
+        ("check_groundedness", check_groundedness),
+        ("re_ground", re_ground),
+        ("refine", refine),
+        ("review", review),
+        ("finalize", finalize),
+    )
+    for node_name, fn in nodes:
+        retry = NODE_RETRY.get(node_name)
         builder.add_node(node_name, _bind(node_name, fn, services), retry_policy=retry)  # type: ignore[call-overload]
     builder.add_edge(START, "start_turn")
     builder.add_conditional_edges("start_turn", route_start)

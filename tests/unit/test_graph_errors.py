@@ -277,3 +277,13 @@ def test_langgraph_server_sends_clients_the_message_of_every_user_facing_error(b
 
     message = "collection 'x' does not exist (known: test-hr); create it with `reground ingest`"
     assert default(Specific(message)) == {"error": "Specific", "message": message}
+
+
+def test_the_nodes_that_call_a_model_or_the_store_retry_and_the_others_do_not() -> None:
+    from reground.graph.builder import LLM_RETRY, NODE_RETRY, STORE_RETRY
+
+    nodes = build_graph().builder.nodes
+    assert set(NODE_RETRY) <= set(nodes), "every node named in the retry table is a node of the graph"
+    policies = {name: spec.retry_policy for name, spec in nodes.items()}
+    assert policies["retrieve"] == STORE_RETRY and policies["answer"] == policies["rerank"] == LLM_RETRY
+    assert policies["start_turn"] is policies["triage"] is policies["finalize"] is None
