@@ -13,6 +13,7 @@ import json
 import os
 import string
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, get_args, get_origin
 
 from pydantic import (
@@ -37,6 +38,10 @@ from reground.tools.search_index import IndexSettings
 from reground.tools.services import Role
 
 DEFAULT_GROUNDEDNESS_THRESHOLD = 0.5  # used until `reground eval calibrate` writes a measured one
+# The groundedness signals and their weights (renormalised over the signals a turn has).
+DEFAULT_GROUNDEDNESS_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {"llm_judge": 0.4, "k_precision": 0.25, "rouge_l_precision": 0.1, "embedding_support": 0.25}
+)
 # The support under which a turn abstains, until `reground eval calibrate` measures one on the user's own cases:
 # the 3rd percentile of the support of 439 answerable dev cases (MTRAG-UN dev and 300 doc2dial dev cases;
 # evals/results/calibration.json, evals/README.md "Ask, abstain or answer").
@@ -403,12 +408,7 @@ class Context(EnvSettings):
         ),
     )
     groundedness_weights: dict[str, float] = Field(
-        default_factory=lambda: {
-            "llm_judge": 0.4,
-            "k_precision": 0.25,
-            "rouge_l_precision": 0.1,
-            "embedding_support": 0.25,
-        },
+        default_factory=lambda: dict(DEFAULT_GROUNDEDNESS_WEIGHTS),
         description="Weights of the groundedness signals (renormalised over those available).",
     )
     use_llm_groundedness_judge: bool = Field(
