@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from reground.tools.lexical import lexical_tokens
 from reground.tools.scoring import rouge_l, token_f1
-from reground.tools.types import Passage
+from reground.tools.types import Passage, is_assistant
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _CITATION = re.compile(r"\s*\[\d{1,2}\]")
@@ -121,7 +121,7 @@ def rank_evidence(
 
 def previous_reply(history: Sequence[Mapping[str, str]]) -> str:
     """The assistant's last reply in a dialogue (role 'assistant', or 'agent' in the datasets)."""
-    return next((str(t["text"]) for t in reversed(history) if t.get("role") in ("assistant", "agent")), "")
+    return next((str(t["text"]) for t in reversed(history) if is_assistant(str(t.get("role", "")))), "")
 
 
 def stored_sentence_vectors(embed: Callable[..., Any], passages: Sequence[Passage]) -> list[np.ndarray | None]:

@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol, get_args
 
 import numpy as np
 from reground.tools.lexical import BM25, content_terms, words
-from reground.tools.types import Chunk, Passage
+from reground.tools.types import Chunk, Passage, is_assistant
 
 __all__ = ["content_terms"]  # re-exported: evals measure spans with the retrieval's tokeniser
 
@@ -86,7 +86,7 @@ class RetrievalQuery:
     phrase_query: str = ""
 
 
-SAME_DOCUMENT_PENALTY = 0.05
+SAME_DOCUMENT_PENALTY = 0.02
 # The texts chunk-level signals search, and the whole-document signals with the text each one reads
 # (see RetrievalSettings.weights).
 CHUNK_TEXTS = ("question", "history", "topic")
@@ -226,10 +226,10 @@ def conversation_query(
     A user turn is any turn whose role is not an assistant's ("agent", "assistant", "ai")."""
     turns = [_turn(t) for t in history]
     turns = [(role, text) for role, text in turns if text]
-    users = [i for i, (role, _) in enumerate(turns) if role.lower() not in _ASSISTANT_ROLES]
+    users = [i for i, (role, _) in enumerate(turns) if not is_assistant(role)]
 
     def reply_after(i: int) -> str:
-        return next((text for role, text in turns[i + 1 :] if role.lower() in _ASSISTANT_ROLES), "")
+        return next((text for role, text in turns[i + 1 :] if is_assistant(role)), "")
 
     if users:
         first = users[0]
@@ -247,11 +247,8 @@ def conversation_query(
         expansions=tuple(expansions),
         topic_query=opening,
         earlier_turns=earlier,
-        phrase_query=history_query("", [t for t in turns if t[0].lower() in _ASSISTANT_ROLES], phrase_tokens),
+        phrase_query=history_query("", [t for t in turns if is_assistant(t[0])], phrase_tokens),
     )
-
-
-_ASSISTANT_ROLES = frozenset({"agent", "assistant", "ai", "system"})
 
 
 def dialogue_text(query: RetrievalQuery) -> str:

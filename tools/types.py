@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+# The roles of the assistant's side of a dialogue: the graph's own turns say "assistant", the datasets "agent".
+ASSISTANT_ROLES = frozenset({"agent", "assistant", "ai", "system"})
+
+
+def is_assistant(role: str) -> bool:
+    """Whether a dialogue turn with this role is the assistant's (any case)."""
+    return role.lower() in ASSISTANT_ROLES
+
 
 class Chunk(TypedDict):
     """One stored paragraph-sized chunk of a document, with everything a citation needs."""
