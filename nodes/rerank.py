@@ -44,7 +44,7 @@ def rerank(state: State, env: NodeEnv) -> dict[str, Any]:
     if context.rerank_method == "off" or len(candidates) <= 1:
         return {"passages": [Passage(**{**p, "rank": i + 1}) for i, p in enumerate(candidates[:n])]}
     if context.rerank_method == "fusion":
-        return {"passages": fuse_rerank(candidates, n)}
+        return {"passages": fuse_rerank(candidates, n, context.retrieval.same_document_penalty)}
     query = state.get("retrieval_query") or state["question"]
     if context.rerank_method == "http":
         env.progress("rerank", "reranking with the cross-encoder endpoint")
@@ -62,5 +62,5 @@ def rerank(state: State, env: NodeEnv) -> dict[str, Any]:
         parsed = scores_by_number(reply, len(candidates))
     except LLMReplyError as exc:
         env.stats.notes.append(f"rerank reply unusable ({exc}); using score fusion")
-        return {"passages": fuse_rerank(candidates, n)}
+        return {"passages": fuse_rerank(candidates, n, context.retrieval.same_document_penalty)}
     return {"passages": _with_scores(candidates, parsed, n)}

@@ -296,6 +296,31 @@ def test_fuse_rerank_with_penalty_gives_each_top_document_a_slot() -> None:
     assert [k["rank"] for k in kept] == [1, 2, 3]
 
 
+def test_the_rerank_node_selects_with_the_context_s_penalty() -> None:
+    from langgraph.runtime import Runtime
+    from reground.graph.context import Context
+    from reground.nodes.common import NodeEnv
+    from reground.nodes.rerank import rerank
+    from reground.tools.fake_chat import ScriptedChatModel
+    from reground.tools.services import Services
+
+    def p(doc: str, pos: int, score: float) -> Passage:
+        passage = Passage(**_chunk(doc, pos, f"text {doc} {pos}"))
+        passage.update(score=score, paragraph_score=score, doc_score=1.0 if doc == "a" else 0.9)
+        return passage
+
+    candidates = [p("a", 0, 0.9), p("a", 1, 0.8), p("a", 2, 0.7), p("b", 0, 0.6)]
+
+    def kept(penalty: float) -> list[str]:
+        context = Context(rerank_method="fusion", top_n=3, retrieval=RetrievalSettings(same_document_penalty=penalty))
+        env = NodeEnv(services=Services(chat_model=ScriptedChatModel()), runtime=Runtime(context=context))
+        update = rerank({"question": "q", "candidates": candidates}, env)  # type: ignore[typeddict-item]
+        return [k["doc_id"] for k in update["passages"]]
+
+    assert kept(0.0) == ["a", "a", "a"]
+    assert kept(1.0) == ["a", "b", "a"]
+
+
 def test_search_candidates_cover_documents_with_a_penalty(store: FakeStore) -> None:
     q = RetrievalQuery("annual leave days", "annual leave days")
     plain = HybridRetriever(store, RetrievalSettings(same_document_penalty=0.0)).search(
