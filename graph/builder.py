@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 from reground.graph.context import Context
 from reground.graph.state import InputState, OutputState, State, TraceEvent
-from reground.nodes.answer import answer
+from reground.nodes.answer import answer, quote
 from reground.nodes.clarify import clarify
 from reground.nodes.common import NodeEnv
 from reground.nodes.finalize import finalize
@@ -105,7 +105,9 @@ def route_after_triage(
     return "answer"
 
 
-def route_after_check(state: State, runtime: Runtime[Context]) -> Literal["re_ground", "refine", "review", "finalize"]:
+def route_after_check(
+    state: State, runtime: Runtime[Context]
+) -> Literal["re_ground", "refine", "quote", "review", "finalize"]:
     context = runtime.context
     draft = state.get("draft")
     if draft is None:
@@ -119,17 +121,27 @@ def route_after_check(state: State, runtime: Runtime[Context]) -> Literal["re_gr
         not ungrounded
         and draft["kind"] == "answer"
         and context.answer_style == "write"  # ProMiSe refines written replies; an extracted one is the documents'
+        and not state.get("quoted", False)
         and context.use_principle_refinement
         and state.get("refine_iterations", 0) < context.max_refine_iterations
         and failing_principles(draft, thresholds_of(context))
     ):
         return "refine"
+    if (
+        context.answer_style == "write"
+        and context.quote_when_unchecked
+        and not state.get("quoted", False)
+        and state.get("decision", "answer") == "answer"
+        and draft["kind"] in ("answer", "partial")
+        and (ungrounded or draft.get("relevance", 1.0) < context.relevance_threshold)
+    ):
+        return "quote"  # the loops are spent: the passages' own sentences rather than an abstention
     return _review_or_finalize(state, runtime)
 
 
 def route_after_refine(
     state: State, runtime: Runtime[Context]
-) -> Literal["check_groundedness", "re_ground", "refine", "review", "finalize"]:
+) -> Literal["check_groundedness", "re_ground", "refine", "quote", "review", "finalize"]:
     if not state.get("draft_checked", False):
         return "check_groundedness"
     return route_after_check(state, runtime)
@@ -170,6 +182,7 @@ def build_graph(
         ("check_groundedness", check_groundedness),
         ("re_ground", re_ground),
         ("refine", refine),
+        ("quote", quote),
         ("review", review),
         ("finalize", finalize),
     )
@@ -188,6 +201,7 @@ def build_graph(
     builder.add_conditional_edges("check_groundedness", route_after_check)
     builder.add_edge("re_ground", "retrieve")
     builder.add_conditional_edges("refine", route_after_refine)
+    builder.add_edge("quote", "check_groundedness")
     builder.add_edge("review", "finalize")
     builder.add_edge("finalize", END)
     compiled = builder.compile(checkpointer=checkpointer, name=name)

@@ -373,6 +373,14 @@ class Context(EnvSettings):
             "at least half as well as the best."
         ),
     )
+    quote_when_unchecked: bool = Field(
+        default=True,
+        description=(
+            "With answer_style 'write': a written reply that still fails the groundedness or relevance check when "
+            "the loops are spent is replaced by the extracted reply (the passages' own sentences) instead of an "
+            "abstention, when triage measured support for the question."
+        ),
+    )
     use_self_check: bool = Field(
         default=False,
         description=(

@@ -133,6 +133,7 @@ class State(InputState, total=False):
     missing: list[str]  # the question's content words no passage covers
     judgements: list[PassageJudgement]
     draft: Draft | None
+    quoted: bool  # the written reply failed its checks and the passages' own sentences replaced it
     draft_checked: bool  # False while the current draft has not been through check_groundedness
     reground_attempts: int
     refine_iterations: int
@@ -163,6 +164,7 @@ PER_TURN_DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "judgements": [],
         "draft": None,
         "draft_checked": False,
+        "quoted": False,
         "reground_attempts": 0,
         "refine_iterations": 0,
         "turn_started": 0.0,

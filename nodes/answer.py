@@ -208,3 +208,13 @@ def answer(state: State, env: NodeEnv) -> dict[str, Any]:
     source = "judged in the answer call" if context.use_self_check else "holds an evidence sentence"
     judgements = judgements_from(passages, verdicts[best] or None, source)
     return {"judgements": judgements, "draft": drafts[best], "draft_checked": False}
+
+
+def quote(state: State, env: NodeEnv) -> dict[str, Any]:
+    """A written reply that failed its checks with no loop left: the extract style's reply (the passages' own best
+    sentences, grounded by construction) replaces it instead of an abstention, since triage measured support."""
+    passages = list(state.get("passages", []))
+    draft = state.get("draft")
+    failed = f"groundedness {draft['groundedness']:.2f}, relevance {draft.get('relevance', 0.0):.2f}" if draft else ""
+    env.stats.notes.append(f"the written reply failed its checks ({failed}); quoting the passages instead")
+    return {**extracted(state, env, passages, evidence_of(state)), "draft_checked": False, "quoted": True}

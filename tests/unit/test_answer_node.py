@@ -106,11 +106,28 @@ def test_a_grounded_answer_to_another_question_never_passes_as_it_is(hr_store: A
 
 def test_without_refinement_the_irrelevant_answer_falls_back(hr_store: Any, hr_store_dir: str) -> None:
     model = ScriptedChatModel(script={"answer": [carry_over_reply]})
-    context = Context(collection="test-hr", data_dir=hr_store_dir, use_principle_refinement=False, answer_style="write")
+    context = Context(
+        collection="test-hr",
+        data_dir=hr_store_dir,
+        use_principle_refinement=False,
+        answer_style="write",
+        quote_when_unchecked=False,
+    )
     result = ask(model, hr_store, context, "How many days of annual leave do I get per year?")
     assert not result["passed"]
     assert "does not address the question" in (result["fallback_reason"] or "")
     assert "carry over" not in result["answer"]
+
+
+def test_an_irrelevant_written_answer_is_replaced_by_the_passages_sentence(hr_store: Any, hr_store_dir: str) -> None:
+    """The loops are spent (refinement off) and the written reply answers another question: the turn quotes the
+    sentence that answers this one instead of abstaining, and never passes the written reply."""
+    model = ScriptedChatModel(script={"answer": [carry_over_reply]})
+    context = Context(collection="test-hr", data_dir=hr_store_dir, use_principle_refinement=False, answer_style="write")
+    result = ask(model, hr_store, context, "How many days of annual leave do I get per year?")
+    assert result["passed"] and result["kind"] == "answer", result["fallback_reason"]
+    assert "carry over" not in result["answer"] and "30" in result["answer"]
+    assert model.calls_for("answer") == 1, "the quote costs no model call"
 
 
 def test_repeating_the_previous_answer_is_not_an_answer_to_the_follow_up(hr_store: Any, context: Context) -> None:
@@ -123,8 +140,14 @@ def test_repeating_the_previous_answer_is_not_an_answer_to_the_follow_up(hr_stor
         {"role": "assistant", "content": previous},
         {"role": "user", "content": "And is any of it paid?"},
     ]
-    ctx = context.with_(use_principle_refinement=False)
+    ctx = context.with_(use_principle_refinement=False, quote_when_unchecked=False)
     result = graph.invoke({"messages": messages}, config=run_config(ctx), context=ctx)["result"]
     assert result["relevance"] == 0.0 and not result["passed"]
+    quoted = graph.invoke(
+        {"messages": messages},
+        config=run_config(ctx.with_(quote_when_unchecked=True)),
+        context=ctx.with_(quote_when_unchecked=True),
+    )["result"]
+    assert quoted["answer"] != previous
     refined = graph.invoke({"messages": messages}, config=run_config(context), context=context)["result"]
     assert refined["answer"] != previous, "the extractive refinement never picks what was already said"

@@ -19,7 +19,9 @@ BAND = 0.05
 def _draft(model: ScriptedChatModel, store: Any, context: Context) -> dict[str, Any]:
     """The first draft as the groundedness check left it (refinement and re-grounding off: one check only)."""
     # The written answer's check (an extracted answer is quoted verbatim, grounded by construction, never judged).
-    context = context.with_(use_principle_refinement=False, max_reground_attempts=0, answer_style="write")
+    context = context.with_(
+        use_principle_refinement=False, max_reground_attempts=0, answer_style="write", quote_when_unchecked=False
+    )
     graph = build_graph(chat_model=model, store=store, checkpointer=InMemorySaver())
     config = run_config(context, configurable={"thread_id": "t"})
     graph.invoke({"messages": [{"role": "user", "content": QUESTION}]}, config=config, context=context)
