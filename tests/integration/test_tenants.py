@@ -287,6 +287,7 @@ def test_regrounding_and_llm_rerank_keep_the_scope(tenant_store: Any, chunk_sets
         metadata_filter={"company": "acme"},
         max_reground_attempts=2,
         answer_style="write",  # the scripted model writes ungrounded replies; extracted ones are quotes
+        quote_when_unchecked=False,  # every turn runs the loop to its cap (a quoted reply would join the dialogue)
         rerank_method="llm",
         doc_candidates=16,
         paragraph_candidates=16,
