@@ -206,7 +206,7 @@ def build_graph(
     builder.add_edge("finalize", END)
     compiled = builder.compile(checkpointer=checkpointer, name=name)
     # Every loop has its own counter in state; this explicit limit is the backstop (a turn at the
-    # default caps takes at most ~21 steps).
+    # default caps takes at most ~23 steps, the quote fallback and its check included).
     return compiled.with_config(recursion_limit=DEFAULT_RECURSION_LIMIT)
 
 
