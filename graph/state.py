@@ -121,8 +121,8 @@ class State(InputState, total=False):
     standalone_question: str
     retrieval_query: str
     # "refined" | "history" (no usable rewrite) | "forced_history" | "rewritten" | "clarified" | "new_topic"
+    # (re-grounding after no support: the question searched without the dialogue)
     query_mode: str
-    # | "new_topic" (re-grounding after no support: the question searched without the dialogue)
     keywords: list[str]
     candidates: list[Passage]
     passages: list[Passage]

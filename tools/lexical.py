@@ -7,6 +7,7 @@ is the same word everywhere. BM25 is bm25s's Lucene variant (k1 1.5, b 0.75), th
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -81,3 +82,15 @@ class BM25:
     @classmethod
     def from_texts(cls, texts: Sequence[str]) -> BM25:
         return cls([lexical_tokens(t) for t in texts])
+
+
+def idf_overlap(documents: Sequence[set[str]], terms: Sequence[str]) -> np.ndarray:
+    """BM25 with k1 = 0 (a term counts once, however often it occurs) over small sets of documents, without an
+    index: each document scores the Lucene IDF ln(1 + (N - df + 0.5) / (df + 0.5)) of every term it holds, the
+    scores `BM25(corpus, k1=0.0).scores(terms)` gives (a term given twice counts twice)."""
+    scores = np.zeros(len(documents), dtype=np.float32)
+    for term in terms:
+        rows = [i for i, vocabulary in enumerate(documents) if term in vocabulary]
+        if rows:
+            scores[rows] += math.log(1 + (len(documents) - len(rows) + 0.5) / (len(rows) + 0.5))
+    return scores

@@ -10,14 +10,13 @@ to every store call, so nothing outside the user's scope is ever ranked.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, get_args
 
 import numpy as np
-from reground.tools.lexical import BM25, content_terms, words
+from reground.tools.lexical import BM25, content_terms, idf_overlap, words
 from reground.tools.types import Chunk, Passage, is_assistant
 
 __all__ = ["content_terms"]  # re-exported: evals measure spans with the retrieval's tokeniser
@@ -682,16 +681,9 @@ def _overlap_scores(query: RetrievalQuery, chunks: Sequence[Chunk]) -> np.ndarra
     cases, BM25 with term frequencies, or without stopwords, put the gold document in the 3 kept passages less
     often (recall@1 0.797 / 0.803 vs 0.808)."""
     terms = list(dict.fromkeys(t for t in words(" ".join([query.question, *query.keywords])) if len(t) > 2))
-    raw = np.zeros(len(chunks), dtype=np.float32)
     if not terms or not chunks:
-        return raw
-    # Computed directly (no index to build per turn): with k1 = 0 a chunk scores the Lucene IDF of each query
-    # term it holds, IDF = ln(1 + (N - df + 0.5) / (df + 0.5)) over the N candidates.
-    held = [set(words(f"{c['title']} {c['section']} {c['text']}")) for c in chunks]
-    for term in terms:
-        rows = [i for i, vocabulary in enumerate(held) if term in vocabulary]
-        if rows:
-            raw[rows] += math.log(1 + (len(held) - len(rows) + 0.5) / (len(rows) + 0.5))
+        return np.zeros(len(chunks), dtype=np.float32)
+    raw = idf_overlap([set(words(f"{c['title']} {c['section']} {c['text']}")) for c in chunks], terms)
     return raw / max(float(raw.max()), 1e-9)
 
 

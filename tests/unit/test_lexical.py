@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from bm25s.stopwords import STOPWORDS_EN
 from reground.tools.keywords import lexical_keywords
-from reground.tools.lexical import BM25, STOPWORDS, content_terms, lexical_tokens, words
+from reground.tools.lexical import BM25, STOPWORDS, content_terms, idf_overlap, lexical_tokens, words
 from reground.tools.retrieval import DocumentTermIndex
 from reground.tools.types import Chunk
 
@@ -73,3 +73,17 @@ def test_the_whole_document_index_scores_all_chunks_of_a_document_as_one() -> No
     expected = _lucene(2, 1, 2, len(bikes), avg) + _lucene(1, 1, 2, len(bikes), avg)
     assert scores["bikes"] == pytest.approx(expected, rel=1e-5)
     assert scores["leave"] == 0.0 and scores["missing"] == 0.0
+
+
+def test_idf_overlap_scores_as_bm25_without_term_frequency() -> None:
+    texts = [
+        "annual leave annual leave days per year",
+        "parental leave and parental pay",
+        "travel booking for a business trip",
+        "sick leave needs a doctor's certificate",
+    ]
+    terms = ["leave", "annual", "trip", "unknown", "leave"]
+    expected = BM25([words(t) for t in texts], k1=0.0).scores(terms)
+    got = idf_overlap([set(words(t)) for t in texts], terms)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    assert got[0] > got[1] > 0 and got[2] > 0
