@@ -17,7 +17,7 @@ from reground.graph.state import InputState, OutputState, State, TraceEvent
 from reground.nodes.answer import answer, quote
 from reground.nodes.clarify import clarify
 from reground.nodes.common import NodeEnv
-from reground.nodes.finalize import finalize
+from reground.nodes.finalize import finalize, passes_checks
 from reground.nodes.groundedness import check_groundedness
 from reground.nodes.keywords import extract_keywords
 from reground.nodes.refine import failing_principles, refine, thresholds_of
@@ -133,7 +133,7 @@ def route_after_check(
         and not state.get("quoted", False)
         and state.get("decision", "answer") == "answer"
         and draft["kind"] in ("answer", "partial")
-        and (ungrounded or draft.get("relevance", 1.0) < context.relevance_threshold)
+        and not passes_checks(draft, context)
     ):
         return "quote"  # the loops are spent: the passages' own sentences rather than an abstention
     return _review_or_finalize(state, runtime)

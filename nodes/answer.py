@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 from reground.graph.state import Draft, PassageJudgement, State
-from reground.nodes.common import NodeEnv, evidence_of, grounded_messages, question_of
+from reground.nodes.common import NodeEnv, current_draft, evidence_of, grounded_messages, question_of
 from reground.prompts import answer as answer_prompts
 from reground.tools.chat import LLMReplyError, call_text
 from reground.tools.evidence import Evidence, extractive_answer, previous_reply, relevance_parts, strip_citations
@@ -213,8 +213,10 @@ def answer(state: State, env: NodeEnv) -> dict[str, Any]:
 def quote(state: State, env: NodeEnv) -> dict[str, Any]:
     """A written reply that failed its checks with no loop left: the extract style's reply (the passages' own best
     sentences, grounded by construction) replaces it instead of an abstention, since triage measured support."""
+    draft = current_draft(state, "quote")
+    env.stats.notes.append(
+        f"the written reply failed its checks (groundedness {draft['groundedness']:.2f}, relevance "
+        f"{draft.get('relevance', 0.0):.2f}); quoting the passages instead"
+    )
     passages = list(state.get("passages", []))
-    draft = state.get("draft")
-    failed = f"groundedness {draft['groundedness']:.2f}, relevance {draft.get('relevance', 0.0):.2f}" if draft else ""
-    env.stats.notes.append(f"the written reply failed its checks ({failed}); quoting the passages instead")
     return {**extracted(state, env, passages, evidence_of(state)), "draft_checked": False, "quoted": True}

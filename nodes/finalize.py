@@ -21,6 +21,14 @@ _CITED = re.compile(r"\[(\d{1,2})\]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
+def passes_checks(draft: Draft, context: Context) -> bool:
+    """Grounded in the passages and an answer to this question: what a drafted reply needs to be said."""
+    return (
+        draft["groundedness"] >= context.resolved_groundedness_threshold()
+        and draft.get("relevance", 1.0) >= context.relevance_threshold
+    )
+
+
 def outcome(draft: Draft | None, state: State, context: Context) -> tuple[str, bool, str | None]:
     """(answer text, passed, fallback reason): the one rule for what a turn may say."""
     if not state.get("question"):
@@ -42,7 +50,7 @@ def outcome(draft: Draft | None, state: State, context: Context) -> tuple[str, b
         return draft["text"], False, "the documents in scope do not contain the answer"
     threshold = context.resolved_groundedness_threshold()
     attempts = state.get("reground_attempts", 0)
-    if draft["groundedness"] >= threshold and draft.get("relevance", 1.0) >= context.relevance_threshold:
+    if passes_checks(draft, context):
         return draft["text"], True, None
     if draft["groundedness"] >= threshold:
         # Grounded, but in a passage that answers another question: never passed off as the answer.

@@ -59,7 +59,7 @@ BATCH_SIZE = 1
 # Short texts (a turn's question, keywords, dialogue) share an ONNX call while the padded batch stays within this
 # many tokens: five 4-word keywords took 9.0 ms in one call vs 13.9 ms one at a time, five 16-word texts 20.4 vs
 # 28.5 ms; a passage (~160 tokens) is past it and still goes alone.
-SHORT_BATCH_TOKENS = 96
+SHARED_CALL_TOKENS = 96
 QUERY_CACHE_SIZE = 2048
 
 
@@ -232,7 +232,7 @@ class MiniLMOnnxEmbedder:
 
     def _batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], list[Any]]]:
         """(indexes, encodings) per ONNX call: texts sorted by token count, `batch_size` per call, and more while
-        the padded batch stays within SHORT_BATCH_TOKENS (short queries share a call; passages do not)."""
+        the padded batch stays within SHARED_CALL_TOKENS (short queries share a call; passages do not)."""
         encodings = self._tokenizer.encode_batch([t or " " for t in texts])
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         batch: list[int] = []
@@ -240,7 +240,7 @@ class MiniLMOnnxEmbedder:
             if (
                 batch
                 and len(batch) >= self._batch_size
-                and (len(batch) + 1) * len(encodings[i].ids) > SHORT_BATCH_TOKENS
+                and (len(batch) + 1) * len(encodings[i].ids) > SHARED_CALL_TOKENS
             ):
                 yield batch, [encodings[j] for j in batch]
                 batch = []
