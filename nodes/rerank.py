@@ -38,6 +38,26 @@ def _with_scores(passages: list[Passage], scores: dict[int, float], n: int) -> l
 
 
 def rerank(state: State, env: NodeEnv) -> dict[str, Any]:
+    update = _rerank(state, env)
+    if state.get("query_mode") == "new_topic":
+        update["passages"] = keep_conversation_passage(update["passages"], state.get("passages", []))
+    return update
+
+
+def keep_conversation_passage(passages: list[Passage], conversation: list[Passage]) -> list[Passage]:
+    """A change of subject is a guess made from a failed support check: the conversation's best passage keeps the
+    last slot (unless its document is already kept), so the sentence-level evidence ranking chooses between the
+    new topic and the old. On 100 doc2dial dev cases, "What requirements do I need to meet?" and "What can you do
+    for careers and employment?" re-grounded as new topics and lost the dialogue's document from every slot."""
+    if not passages or not conversation or conversation[0]["doc_id"] in {p["doc_id"] for p in passages}:
+        return passages
+    kept = (
+        [*passages[:-1], Passage(**conversation[0])] if len(passages) > 1 else [*passages, Passage(**conversation[0])]
+    )
+    return [Passage(**{**p, "rank": rank}) for rank, p in enumerate(kept, start=1)]
+
+
+def _rerank(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
     candidates = list(state.get("candidates", []))
     n = context.top_n

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from reground.nodes.rerank import keep_conversation_passage
 from reground.tools.retrieval import (
     HybridRetriever,
     RetrievalQuery,
@@ -452,3 +453,18 @@ def test_a_document_one_signal_ranks_first_is_rescored_even_when_others_miss_it(
     union = RetrievalSettings(weights=weights, rerank_candidates=2, signal_leaders=1, detect_topic_shift=False)
     assert HybridRetriever(store, narrow).rank_documents(query, where=None, k=1)[0][0] != "bikes"
     assert HybridRetriever(store, union).rank_documents(query, where=None, k=1)[0][0] == "bikes"
+
+
+def test_a_new_topic_keeps_the_conversations_best_passage_in_the_last_slot() -> None:
+    def passage(doc_id: str, rank: int) -> Passage:
+        return Passage(
+            chunk_id=f"{doc_id}#{rank}", doc_id=doc_id, title=doc_id, section="", text="t", position=0, rank=rank
+        )
+
+    new = [passage("travel", 1), passage("travel", 2), passage("expenses", 3)]
+    kept = keep_conversation_passage(new, [passage("leave", 1), passage("leave", 2)])
+    assert [p["doc_id"] for p in kept] == ["travel", "travel", "leave"]
+    assert [p["rank"] for p in kept] == [1, 2, 3]
+    already = [passage("leave", 1), passage("travel", 2)]
+    assert keep_conversation_passage(already, [passage("leave", 1)]) == already, "its document is already kept"
+    assert keep_conversation_passage(new, []) == new

@@ -272,3 +272,5 @@ def test_a_change_of_subject_is_answered_from_its_own_document(demo_store: tuple
     assert "TravelDesk" in second["answer"]
     assert {c["doc_id"] for c in second["citations"]} == {"travel-expenses"}
     assert second["reground_attempts"] == 1 and model.calls == [], "one LLM-free re-grounding"
+    kept = [p["doc_id"] for p in second["passages"]]
+    assert kept[0] == "travel-expenses" and kept[-1] == "parental-leave-de", "the conversation's best passage stays"
