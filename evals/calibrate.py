@@ -8,6 +8,11 @@
   MTRAG-UN labels also report the share of UNANSWERABLE tasks under it, the abstentions it buys.
 
     reground eval calibrate --run runs/answers [--run runs/more] [--system reground] [--also-repo]
+                            [--support-percentile 3]
+
+The support percentile is the share of answerable cases a corpus may refuse: lower it when the corpus's answerable
+questions are also asked back (MTRAG-UN dev: 2.4% of its answerable tasks get a clarifying question, so its
+refusals and clarifications stay within 5% at the 2nd percentile, evals/README.md).
 
 Several runs pool their cases. Writes `<data_dir>/calibration.json` (values already there and not recalibrated are
 kept), which the graph's Context reads as its default thresholds, and optionally `evals/results/calibration.json`.
@@ -108,6 +113,7 @@ def calibrate_run(
     data_dir: str | Path | None = None,
     also_repo: bool = False,
     percentile: float = PERCENTILE,
+    support_percentile: float = SUPPORT_PERCENTILE,
 ) -> dict[str, Any]:
     """Calibrate from one or more answers runs and write the config file(s); returns what was written."""
     runs = [Path(run_dir)] if isinstance(run_dir, str | Path) else [Path(r) for r in run_dir]
@@ -127,7 +133,7 @@ def calibrate_run(
     if written_rows:
         result.update(calibrated_threshold(written_rows, percentile))
     if any((r.get("signals") or {}).get("support") is not None for r in rows):
-        result.update(calibrated_support(rows))
+        result.update(calibrated_support(rows, support_percentile))
     if not result:
         raise CalibrationError(
             "nothing to calibrate: the runs' answers were extracted (no groundedness to calibrate; add "

@@ -91,6 +91,12 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--system", default="reground", help="system whose groundedness scores to use")
     p.add_argument("--data-dir", default=None, help="where calibration.json goes (default: $REGROUND_DATA_DIR)")
     p.add_argument("--also-repo", action="store_true", help="also write evals/results/calibration.json")
+    p.add_argument(
+        "--support-percentile",
+        type=float,
+        default=None,
+        help="percentile of the answerable cases' support that becomes the abstention threshold (default 3)",
+    )
     p.set_defaults(func=_calibrate)
 
     p = sub.add_parser("judge-check", help="accuracy of the hallucination judge on labelled items from a run")
@@ -247,7 +253,13 @@ def _calibrate(args: argparse.Namespace) -> int:
     from reground.evals.calibrate import CalibrationError, calibrate_run
 
     try:
-        result = calibrate_run(args.run, system=args.system, data_dir=args.data_dir, also_repo=args.also_repo)
+        result = calibrate_run(
+            args.run,
+            system=args.system,
+            data_dir=args.data_dir,
+            also_repo=args.also_repo,
+            **({} if args.support_percentile is None else {"support_percentile": args.support_percentile}),
+        )
     except CalibrationError as exc:
         _fail(exc)
     if "groundedness_threshold" in result:
@@ -258,7 +270,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     if "support_threshold" in result:
         caught = result["unanswerable_below"]
         print(
-            f"support threshold {result['support_threshold']:.4f} (3rd percentile over {result['n_answerable']} "
+            f"support threshold {result['support_threshold']:.4f} (percentile {result['support_percentile']:g} over "
+            f"{result['n_answerable']} "
             f"answerable cases: {result['answerable_below']:.1%} of them abstain"
             + (f"; {caught:.1%} of {result['n_unanswerable']} unanswerable ones too)" if caught is not None else ")")
         )

@@ -454,3 +454,27 @@ def test_systems_run_case_by_case_in_rotating_order_and_resume(tmp_path: Path) -
     rows = run_systems({"a": runner("a"), "b": runner("b")}, cases, tmp_path, progress=False)
     assert calls == [("c2", "b")], "only the failed case is run again"
     assert all(r.get("error") is None for r in rows["b"]) and len(rows["a"]) == 3
+
+
+def test_the_support_percentile_sets_how_many_answerable_cases_may_abstain(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    (run / "reground").mkdir(parents=True)
+    rows = [
+        {"case_id": f"a{i}", "answerability": "ANSWERABLE", "signals": {"support": 0.5 + i / 100}} for i in range(50)
+    ] + [{"case_id": f"u{i}", "answerability": "UNANSWERABLE", "signals": {"support": 0.4 + i / 50}} for i in range(10)]
+    (run / "reground" / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    default = calibrate_run(run, data_dir=tmp_path / "data")
+    stricter = calibrate_run(run, data_dir=tmp_path / "data", support_percentile=1.0)
+    assert default["support_percentile"] == 3.0 and stricter["support_percentile"] == 1.0
+    assert stricter["support_threshold"] < default["support_threshold"]
+    assert stricter["answerable_below"] < default["answerable_below"]
+    from reground.commands.eval import add_commands
+
+    parser = argparse.ArgumentParser(prog="reground")
+    add_commands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(
+        ["eval", "calibrate", "--run", str(run), "--data-dir", str(tmp_path / "cli"), "--support-percentile", "1"]
+    )
+    assert args.func(args) == 0
+    written = json.loads((tmp_path / "cli" / "calibration.json").read_text(encoding="utf-8"))
+    assert written["support_threshold"] == stricter["support_threshold"]
