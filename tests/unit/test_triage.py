@@ -14,6 +14,7 @@ from reground.graph.context import Context
 from reground.prompts import answer as answer_prompts
 from reground.tools.answerability import coverage, readings, stands_alone, unresolved_references
 from reground.tools.fake_chat import ScriptedChatModel
+from reground.tools.retrieval import RetrievalSettings
 
 
 def turns(graph: Any, context: Context, *questions: str, thread: str = "t") -> list[dict[str, Any]]:
@@ -257,13 +258,35 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
     return store, str(data_dir)
 
 
-def test_a_change_of_subject_is_answered_from_its_own_document(demo_store: tuple[Any, str]) -> None:
-    """The conversation's topic (parental leave) pins retrieval to its document; when nothing there supports the
-    new question, the re-grounding searches the question as a topic of its own instead of abstaining."""
+def test_a_change_of_subject_is_searched_as_a_new_topic(demo_store: tuple[Any, str]) -> None:
+    """A question that stands alone and fits the conversation's document poorly opens a new topic at retrieval, even
+    with three known content words: the travel policy is found on the first search, with no re-grounding (with the
+    standalone rule off, the conversation's topic pins retrieval to the leave policies: the test below)."""
     store, data_dir = demo_store
     model = ScriptedChatModel()
     graph = build_graph(chat_model=model, store=store, checkpointer=InMemorySaver())
     context = Context(collection="demo", data_dir=data_dir, metadata_filter={"country": "DE"})
+    first, second = turns(
+        graph, context, "How much parental leave do I get?", "How do I book a flight for a business trip?"
+    )
+    assert [c["doc_id"] for c in first["citations"]] == ["parental-leave-de"]
+    assert second["kind"] == "answer" and second["passed"], second["fallback_reason"]
+    assert "TravelDesk" in second["answer"]
+    assert {c["doc_id"] for c in second["citations"]} == {"travel-expenses"}
+    assert second["reground_attempts"] == 0 and model.calls == []
+    assert "travel-expenses" in {p["doc_id"] for p in second["passages"]}
+
+
+def test_a_change_of_subject_is_answered_from_its_own_document(demo_store: tuple[Any, str]) -> None:
+    """The conversation's topic (parental leave) pins retrieval to its document when the retriever does not see the
+    change of subject (here: standalone questions need as many content words as any other message); when nothing
+    there supports the new question, the re-grounding searches the question as a topic of its own instead of
+    abstaining."""
+    store, data_dir = demo_store
+    model = ScriptedChatModel()
+    graph = build_graph(chat_model=model, store=store, checkpointer=InMemorySaver())
+    pinned = RetrievalSettings(shift_min_terms_standalone=8, same_document_penalty=0.02)
+    context = Context(collection="demo", data_dir=data_dir, metadata_filter={"country": "DE"}, retrieval=pinned)
     first, second = turns(
         graph, context, "How much parental leave do I get?", "How do I book a flight for a business trip?"
     )
