@@ -216,7 +216,8 @@ def test_history_brings_the_follow_up_to_the_right_document(store: FakeStore) ->
 
 
 def test_search_fills_scores_and_keywords_move_paragraphs(store: FakeStore) -> None:
-    retriever = HybridRetriever(store, RetrievalSettings(lexical_paragraph_weight=0.0, history_paragraph_weight=0.0))
+    settings = RetrievalSettings(lexical_paragraph_weight=0.0, history_paragraph_weight=0.0, keyword_weight=1.0)
+    retriever = HybridRetriever(store, settings)
     base = RetrievalQuery("annual leave Germany", "annual leave Germany")
     plain = retriever.search(base, where={"country": "DE"}, doc_k=1, paragraph_k=2)
     assert {p["doc_id"] for p in plain} == {"leave-de"}
@@ -231,6 +232,17 @@ def test_search_fills_scores_and_keywords_move_paragraphs(store: FakeStore) -> N
     )
     assert boosted[0]["position"] == 1, "keyword cosines should lift the carry-over paragraph"
     assert [p["rank"] for p in boosted] == [1, 2]
+
+
+def test_keywords_are_not_embedded_when_their_cosines_do_not_count(store: FakeStore) -> None:
+    """The default keyword weight is 0 (measured: no gain); then a keyword costs no row in the embedding call."""
+    assert RetrievalSettings().keyword_weight == 0.0
+    retriever = HybridRetriever(store, RetrievalSettings(lexical_paragraph_weight=0.0, history_paragraph_weight=0.0))
+    query = RetrievalQuery("annual leave Germany", "annual leave Germany", ("carry", "unused", "March"))
+    passages = retriever.search(query, where={"country": "DE"}, doc_k=1, paragraph_k=2)
+    assert passages[0]["position"] == 0, "without keyword cosines the question's paragraph stays first"
+    embedded = {text for call in store.embedder.calls for text in call}
+    assert not {"carry", "unused", "March"} & embedded
 
 
 def test_paragraph_scoring_off_keeps_document_order(store: FakeStore) -> None:
