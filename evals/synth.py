@@ -7,7 +7,10 @@ A team with its own documents and no labelled dialogues gets test cases for them
 turns are planned — a first question, follow-ups that need the history, at most one topic shift to another
 document, and the stated shares of unanswerable and underspecified turns (MTRAG-UN's classes). For every
 answerable turn the gold span is picked first (a sentence of a stored chunk, verbatim) and the model is asked
-only for the question it answers and the reference reply, so spans stay verbatim by construction.
+only for the question it answers and the reference reply, so spans stay verbatim by construction. A follow-up's
+question is written about its passage alone, without the dialogue (a small model shown the dialogue repeats its
+first question), and, when it needs no history (the `followup_standalone` test below), a second call rewrites it to
+refer back to the dialogue's latest question; the case keeps the first wording as `checks.written_as`.
 
 Quality control, each rule counted by reason in `<out stem>.summary.json`:
 - `span_not_verbatim`: the span is not in its chunk or document (cannot happen by construction; checked);
@@ -397,10 +400,10 @@ class DialogueMaker:
         spans = [sp for sp in self.spans[doc.doc_id] if sp.text not in used] or self.spans[doc.doc_id]
         span = rng.choice(spans)
         used.add(span.text)
-        task = prompts.FOLLOWUP_TASK if kind == "followup" else prompts.FIRST_TASK
-        system = self._system(doc, span.text, history)
+        # A follow-up's question is first written about its passage alone (see prompts.FOLLOWUP_REWRITE_SYSTEM).
+        system = self._system(doc, span.text, [] if kind == "followup" else history)
         try:
-            made = self._ask(QuestionReply, system, task, stats, "synth_question", GEN_MAX_TOKENS)
+            made = self._ask(QuestionReply, system, prompts.FIRST_TASK, stats, "synth_question", GEN_MAX_TOKENS)
         except LLMReplyError:
             return None, "generation_failed"
         question, reply = " ".join(made.question.split()), " ".join(made.reply.split())
@@ -413,14 +416,16 @@ class DialogueMaker:
         reply_source = "model"
         if k_precision(reply, span.text) < REPLY_GROUNDING:
             reply, reply_source = span.text, "span"
+        checks: dict[str, Any] = {"refers_to_history": None, "reply_source": reply_source}
+        if kind == "followup" and self._standalone(question, doc):
+            rewritten = self._refer_back(question, history, stats)
+            checks["written_as"] = question
+            if rewritten is None or repeats_question(rewritten, history):
+                return None, "followup_standalone"
+            question = rewritten
         bare = bm25_rank(self.store, question, doc.doc_id)
         with_history = bm25_rank(self.store, f"{question} {_last_words(history, HISTORY_WORDS)}", doc.doc_id)
-        checks: dict[str, Any] = {
-            "bare_rank": bare,
-            "history_rank": with_history,
-            "refers_to_history": None,
-            "reply_source": reply_source,
-        }
+        checks.update(bare_rank=bare, history_rank=with_history)
         if with_history is None:
             return None, "not_retrievable"
         if kind == "followup":
@@ -432,6 +437,20 @@ class DialogueMaker:
             return None, "model_says_unanswered"
         checks["support"] = round(support(self.store, question)[0], 4)
         return self._case(kind, doc, history, question, reply, [doc.doc_id], span, True, checks), None
+
+    def _standalone(self, question: str, doc: Document) -> bool:
+        """The follow-up rule's test: the bare question finds its document first and points back at nothing."""
+        return bm25_rank(self.store, question, doc.doc_id) == 1 and not refers_to_history(question)
+
+    def _refer_back(self, question: str, history: Sequence[Turn], stats: CallStats) -> str | None:
+        """The question rewritten to refer back to the dialogue's latest user question (None: the model failed)."""
+        previous = next((t["text"] for t in reversed(history) if t["role"] == "user"), "")
+        system = prompts.FOLLOWUP_REWRITE_SYSTEM.format(previous=previous, question=question)
+        try:
+            made = self._ask(Question, system, prompts.FOLLOWUP_REWRITE_TASK, stats, "synth_followup", GEN_MAX_TOKENS)
+        except LLMReplyError:
+            return None
+        return " ".join(made.question.split()) or None
 
     def _unanswerable(
         self, rng: random.Random, doc: Document, history: list[Turn], stats: CallStats

@@ -24,14 +24,20 @@ Example: passage "You can renew your registration online up to 60 days before it
 "How early can I renew my car registration online?"
 In "reply", write the agent's answer to that question in 1 or 2 sentences, in the passage's own words."""
 
-# A follow-up that needs the conversation: it refers back instead of naming the topic again.
-FOLLOWUP_TASK = """Write the user's next message: one short follow-up question (at most 15 words) about what \
-the passage above says that the conversation has not covered yet. It must only make sense after the \
-conversation: refer back with words like "it", "that", "they" or "what about ...?" instead of naming the \
-topic again. Never repeat an earlier question.
-Example: after a question about renewing a car registration, passage "A late renewal costs a $25 fee." -> \
-question "And if I do it late, is there a fee?"
-In "reply", write the agent's answer to that question in 1 or 2 sentences, in the passage's own words."""
+# A follow-up is written in two steps a small model manages: the question about its passage, written as if it
+# came first (shown the dialogue, the embedded 0.5B repeated the first question in 16 of 20 follow-ups), then,
+# when that question names its topic so plainly that it needs no history, this rewrite to refer back.
+FOLLOWUP_REWRITE_SYSTEM = """You edit questions in test conversations between a user and a support agent.
+
+The user's earlier question: {previous}
+The user's next question: {question}"""
+
+FOLLOWUP_REWRITE_TASK = """Rewrite the next question as the short follow-up (at most 15 words) a user would type \
+right after the earlier one: say "it", "that" or "they" instead of repeating what the earlier question already \
+named, and keep what is new. Do not repeat the earlier question.
+Example: earlier "How do I renew my car registration online?", next "Is there a fee for renewing a car \
+registration late?" -> "Is there a fee if I do it late?"
+"""
 
 # An unanswerable follow-up: on the topic of the conversation, but nothing in the documents answers it.
 UNANSWERABLE_TASK = """Write the user's next message: one short, realistic question (at most 20 words) on the \

@@ -53,6 +53,7 @@ TAG_TASKS: dict[str, str] = {
     "judge": "other",
     "synth_question": "synth",  # `eval synth`: the user's question (and reference reply)
     "synth_check": "synth_check",  # `eval synth`: the model's check of a generated question
+    "synth_followup": "synth_followup",  # `eval synth`: a question rewritten to refer back to the dialogue
     "injection_check": "injection_check",  # tools/injection.py: the model check of a borderline sentence
 }
 

@@ -41,20 +41,28 @@ def passage_of(messages: Sequence[BaseMessage]) -> str:
     return match.group(1)
 
 
-def is_followup(messages: Sequence[BaseMessage]) -> bool:
-    return "follow-up" in str(messages[-1].content)
-
-
 def good_question(messages: Sequence[BaseMessage]) -> str:
-    """A first question naming the passage's words; a follow-up that points back with "it"."""
+    """A question naming the passage's words (every question is first written as if it came first)."""
     span = passage_of(messages)
     words = " ".join(span.split()[:6])
-    question = f"And what about it, does {words}?" if is_followup(messages) else f"What does the policy say on {words}?"
-    return json.dumps({"question": question, "reply": span})
+    return json.dumps({"question": f"What does the policy say on {words}?", "reply": span})
 
 
-def model(synth: Reply | str = good_question, check: Reply | str = '{"answered": true}') -> ScriptedChatModel:
-    return ScriptedChatModel(script={"synth": [synth], "synth_check": [check]})
+def next_question(messages: Sequence[BaseMessage]) -> str:
+    match = re.search(r"The user's next question: (.*)\Z", str(messages[0].content), re.DOTALL)
+    assert match, "the rewrite prompt ends with the question to rewrite"
+    return match.group(1).strip()
+
+
+def refer_back(messages: Sequence[BaseMessage]) -> str:
+    """The rewrite a good model makes: the question pointing back with "it"."""
+    return json.dumps({"question": "And what about it: " + next_question(messages)})
+
+
+def model(
+    synth: Reply | str = good_question, check: Reply | str = '{"answered": true}', rewrite: Reply | str = refer_back
+) -> ScriptedChatModel:
+    return ScriptedChatModel(script={"synth": [synth], "synth_check": [check], "synth_followup": [rewrite]})
 
 
 def run(hr_store: Any, out: Path, chat: ScriptedChatModel, **kwargs: Any) -> dict[str, Any]:
@@ -144,8 +152,11 @@ def test_followups_that_do_not_need_the_history_are_rejected(hr_store: Any, tmp_
         plain = " ".join(w for w in span.split() if not refers_to_history(w))
         return json.dumps({"question": plain, "reply": span})
 
+    def unchanged(messages: Sequence[BaseMessage]) -> str:  # a model that cannot make it refer back
+        return json.dumps({"question": next_question(messages)})
+
     out = tmp_path / "c.jsonl"
-    summary = run(hr_store, out, model(restating), dialogues=4, turns=3)
+    summary = run(hr_store, out, model(restating, rewrite=unchanged), dialogues=4, turns=3)
     assert summary["rejected"]["followup_standalone"] >= 1
     for case in load_cases(out):
         checks = case.extra["synth"]["checks"]
@@ -153,6 +164,26 @@ def test_followups_that_do_not_need_the_history_are_rejected(hr_store: Any, tmp_
             assert checks["bare_rank"] != 1 or checks["refers_to_history"]
     assert refers_to_history("And what about part-time staff?") and refers_to_history("Does it expire?")
     assert not refers_to_history("How many days of annual leave do employees in Germany get?")
+
+
+def test_a_followup_is_written_about_its_passage_alone_then_made_to_refer_back(hr_store: Any, tmp_path: Path) -> None:
+    """The question-writing call never sees the dialogue (a small model shown it repeats the first question); a
+    question that needs no history is rewritten to refer back, and the case keeps what was first written."""
+    seen: list[str] = []
+
+    def recording(messages: Sequence[BaseMessage]) -> str:
+        seen.append(str(messages[0].content))
+        return good_question(messages)
+
+    out = tmp_path / "c.jsonl"
+    summary = run(hr_store, out, model(recording), dialogues=3, turns=2)
+    followups = [c for c in load_cases(out) if c.question_type == ["followup"]]
+    assert followups and summary["by_kind"]["followup"] == len(followups)
+    assert all("Conversation so far:\n(none yet)" in prompt for prompt in seen)
+    for case in followups:
+        checks = case.extra["synth"]["checks"]
+        assert case.question.startswith("And what about it: ") and checks["refers_to_history"]
+        assert checks["written_as"] == case.question.removeprefix("And what about it: ")
 
 
 def test_the_models_check_rejects_questions_their_span_does_not_answer(hr_store: Any, tmp_path: Path) -> None:
