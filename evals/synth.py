@@ -14,12 +14,13 @@ refer back to the dialogue's latest question; the case keeps the first wording a
 
 Quality control, each rule counted by reason in `<out stem>.summary.json`:
 - `span_not_verbatim`: the span is not in its chunk or document (cannot happen by construction; checked);
-- `generation_failed`: the model's reply did not validate, or the question is empty;
+- `generation_failed`: the model's reply did not validate, or the question has under three words;
 - `not_retrievable`: BM25 with question + history does not find the gold document in its top 20 (the
   question is not about the document);
 - `repeats_question`: the question repeats an earlier user question of the dialogue (token F1 >= 0.8);
 - `followup_standalone`: a follow-up whose bare question already ranks the gold document first with BM25 AND
-  that has no word referring to the history (it does not need the dialogue);
+  that has no word referring to the history (it does not need the dialogue), even after the rewrite;
+- `rewrite_lost_question`: the rewrite kept under 0.3 token F1 of the question first written (it asks another);
 - `unanswerable_supported`: an unanswerable question with a passage in the collection whose cosine to the
   question reaches the support threshold (calibrated on MTRAG-UN, see SUPPORT_THRESHOLD);
 - `underspecified_names_one`: an underspecified question naming a word of only one of its two documents' titles;
@@ -78,6 +79,7 @@ REASONS = (
     "span_not_verbatim",
     "not_retrievable",
     "followup_standalone",
+    "rewrite_lost_question",
     "repeats_question",
     "unanswerable_supported",
     "underspecified_names_one",
@@ -93,6 +95,8 @@ HISTORY_WORDS_RE = re.compile(
 )
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 REPEAT_F1 = 0.8  # token F1 at which a question repeats an earlier one
+REWRITE_KEEPS = 0.3  # token F1 a follow-up's rewrite keeps with the question first written (else it asks another)
+MIN_QUESTION_WORDS = 3  # a shorter question was cut off (seen: the opener alone, "Can I")
 REPLY_GROUNDING = 0.5  # K-Precision of the reference reply against its gold span, at least
 
 
@@ -403,11 +407,12 @@ class DialogueMaker:
         # A follow-up's question is first written about its passage alone (see prompts.FOLLOWUP_REWRITE_SYSTEM).
         system = self._system(doc, span.text, [] if kind == "followup" else history)
         try:
-            made = self._ask(QuestionReply, system, prompts.FIRST_TASK, stats, "synth_question", GEN_MAX_TOKENS)
+            task = prompts.FIRST_TASK.format(opener=rng.choice(prompts.QUESTION_OPENERS))
+            made = self._ask(QuestionReply, system, task, stats, "synth_question", GEN_MAX_TOKENS)
         except LLMReplyError:
             return None, "generation_failed"
         question, reply = " ".join(made.question.split()), " ".join(made.reply.split())
-        if not question or not reply:
+        if len(question.split()) < MIN_QUESTION_WORDS or not reply:
             return None, "generation_failed"
         if not span_is_verbatim(span, doc):
             return None, "span_not_verbatim"
@@ -422,6 +427,8 @@ class DialogueMaker:
             checks["written_as"] = question
             if rewritten is None or repeats_question(rewritten, history):
                 return None, "followup_standalone"
+            if token_f1(rewritten, question) < REWRITE_KEEPS:
+                return None, "rewrite_lost_question"
             question = rewritten
         bare = bm25_rank(self.store, question, doc.doc_id)
         with_history = bm25_rank(self.store, f"{question} {_last_words(history, HISTORY_WORDS)}", doc.doc_id)

@@ -17,12 +17,14 @@ The passage the next question must be about:
 {span}"""
 
 # A dialogue's first question, or the question that shifts the conversation to another document.
+# `opener` is drawn per question from QUESTION_OPENERS (seeded): the embedded 0.5B otherwise asks "What is the
+# purpose of ...?" of almost every passage, and copied the prompt's example question verbatim.
 FIRST_TASK = """Write the user's next message: one short question (at most 20 words) that the passage above \
-answers. The question must make sense on its own: name what it is about in the passage's words. Do not copy \
-a sentence of the passage and do not repeat an earlier question.
-Example: passage "You can renew your registration online up to 60 days before it expires." -> question \
-"How early can I renew my car registration online?"
+answers, starting with "{opener}". The question must make sense on its own: name what it is about in the \
+passage's words. Do not copy a sentence of the passage and do not repeat an earlier question.
 In "reply", write the agent's answer to that question in 1 or 2 sentences, in the passage's own words."""
+
+QUESTION_OPENERS = ("How", "When", "Can I", "Do I need", "What happens if", "Who", "How much", "Where", "Is there")
 
 # A follow-up is written in two steps a small model manages: the question about its passage, written as if it
 # came first (shown the dialogue, the embedded 0.5B repeated the first question in 16 of 20 follow-ups), then,
@@ -32,12 +34,9 @@ FOLLOWUP_REWRITE_SYSTEM = """You edit questions in test conversations between a 
 The user's earlier question: {previous}
 The user's next question: {question}"""
 
-FOLLOWUP_REWRITE_TASK = """Rewrite the next question as the short follow-up (at most 15 words) a user would type \
-right after the earlier one: say "it", "that" or "they" instead of repeating what the earlier question already \
-named, and keep what is new. Do not repeat the earlier question.
-Example: earlier "How do I renew my car registration online?", next "Is there a fee for renewing a car \
-registration late?" -> "Is there a fee if I do it late?"
-"""
+FOLLOWUP_REWRITE_TASK = """Rewrite the next question as a short follow-up to the earlier one (at most 15 words): \
+where it names the same thing as the earlier question, say "it", "that" or "they" instead, and keep everything \
+else it asks. Do not repeat the earlier question."""
 
 # An unanswerable follow-up: on the topic of the conversation, but nothing in the documents answers it.
 UNANSWERABLE_TASK = """Write the user's next message: one short, realistic question (at most 20 words) on the \

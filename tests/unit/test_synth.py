@@ -186,6 +186,38 @@ def test_a_followup_is_written_about_its_passage_alone_then_made_to_refer_back(h
         assert checks["written_as"] == case.question.removeprefix("And what about it: ")
 
 
+def test_a_rewrite_that_asks_something_else_is_rejected(hr_store: Any, tmp_path: Path) -> None:
+    def restating(messages: Sequence[BaseMessage]) -> str:  # needs no history, so every follow-up is rewritten
+        span = passage_of(messages)
+        return json.dumps({"question": " ".join(w for w in span.split() if not refers_to_history(w)), "reply": span})
+
+    drifting = json.dumps({"question": "And is it open on Sundays?"})
+    summary = run(hr_store, tmp_path / "c.jsonl", model(restating, rewrite=drifting), dialogues=4, turns=3)
+    assert summary["rejected"]["rewrite_lost_question"] >= 1
+    assert summary["by_kind"].get("followup", 0) == 0
+
+
+def test_a_cut_off_question_is_a_failed_generation(hr_store: Any, tmp_path: Path) -> None:
+    chat = model(lambda messages: json.dumps({"question": "Can I", "reply": passage_of(messages)}))
+    summary = run(hr_store, tmp_path / "c.jsonl", chat, dialogues=1)
+    assert summary["rejected"]["generation_failed"] == 3 and summary["cases"] == 0
+
+
+def test_questions_start_with_a_seeded_opener(hr_store: Any, tmp_path: Path) -> None:
+    """A small model asks "What is the purpose of ...?" of everything: each question is asked to start otherwise."""
+    from reground.prompts.synth import QUESTION_OPENERS
+
+    tasks: list[str] = []
+
+    def recording(messages: Sequence[BaseMessage]) -> str:
+        tasks.append(str(messages[-1].content))
+        return good_question(messages)
+
+    run(hr_store, tmp_path / "c.jsonl", model(recording), dialogues=3, turns=2)
+    openers = {re.search(r'starting with "([^"]+)"', task).group(1) for task in tasks}  # type: ignore[union-attr]
+    assert openers <= set(QUESTION_OPENERS) and len(openers) >= 2
+
+
 def test_the_models_check_rejects_questions_their_span_does_not_answer(hr_store: Any, tmp_path: Path) -> None:
     summary = run(hr_store, tmp_path / "c.jsonl", model(check='{"answered": false}'), dialogues=1)
     assert summary["rejected"]["model_says_unanswered"] == 3 and summary["cases"] == 0
