@@ -1,0 +1,103 @@
+"""The passages an answer sees, reground's graph against history RAG's retrieval, on every dev case, LLM-free.
+
+    .venv/bin/python -m reground.evals.passages --docs ../shared/data/doc2dial/docs.jsonl \
+        --cases ../shared/data/doc2dial/cases_dev.jsonl --out evals/results/passages_dev
+
+`eval answers` compares "gold document in the 3 passages" on 100 cases, where one case is 0.01. Here the graph
+runs every case that has a gold answer with a scripted model (no LLM: a follow-up whose retrieval is unsure keeps
+its question unrewritten, and replies are extracted, as by default), and history RAG's retrieval (question plus
+the last ~100 tokens of dialogue, top 3, `evals/baselines.py`) runs on the same cases, so the two are compared on
+thousands of cases with no model noise. Writes summary.json and one row per case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from reground.evals.baselines import HISTORY_TOKENS, TOP_K
+from reground.evals.bench import EVAL_CHUNK_TOKENS
+
+
+def compare_passages(
+    docs: Path, cases: Path, *, data_dir: str | None = None, limit: int | None = None
+) -> dict[str, Any]:
+    """Per case, whether the graph's final passages and history RAG's hold the gold document; and the shares."""
+    from reground.evals.answers import graph_messages
+    from reground.evals.datasets import load_cases
+    from reground.evals.retrieval import collection_name, open_eval_store
+    from reground.graph.builder import build_graph, run_config
+    from reground.graph.context import Context
+    from reground.tools.fake_chat import ScriptedChatModel, first_passage_reply
+    from reground.tools.retrieval import HybridRetriever, RetrievalQuery, history_query
+
+    store: Any = open_eval_store(docs, data_dir=data_dir, max_tokens=EVAL_CHUNK_TOKENS)
+    model = ScriptedChatModel(script={"answer": [first_passage_reply]})
+    graph = build_graph(chat_model=model, store=store)
+    context = Context(
+        collection=collection_name(docs, EVAL_CHUNK_TOKENS), **({"data_dir": data_dir} if data_dir else {})
+    )
+    retriever = HybridRetriever(store)
+    rows: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    for case in load_cases(cases, limit=limit, only_with_answer=True):
+        model.reset()
+        out = graph.invoke({"messages": graph_messages(case)}, context=context, config=run_config(context))
+        turns = [{"role": "assistant" if t["role"] == "agent" else "user", "text": t["text"]} for t in case.history]
+        query = RetrievalQuery(
+            question=case.question, history_query=history_query(case.question, turns, HISTORY_TOKENS)
+        )
+        baseline = retriever.search(query, where=None, doc_k=TOP_K, paragraph_k=TOP_K)
+        rows.append(
+            {
+                "case_id": case.case_id,
+                "followup": bool(case.history),
+                "kind": out["result"]["kind"],
+                "reground": case.gold_doc_id in {p["doc_id"] for p in out["result"]["passages"]},
+                "history_rag": case.gold_doc_id in {p["doc_id"] for p in baseline},
+            }
+        )
+    return {"summary": summarize(rows, docs, cases, time.perf_counter() - started), "rows": rows}
+
+
+def summarize(rows: Sequence[dict[str, Any]], docs: Path, cases: Path, seconds: float) -> dict[str, Any]:
+    def share(system: str, subset: Sequence[dict[str, Any]]) -> float | None:
+        return round(statistics.mean(float(r[system]) for r in subset), 4) if subset else None
+
+    followups = [r for r in rows if r["followup"]]
+    return {
+        "cases": len(rows),
+        "gold_doc_in_passages": {s: share(s, rows) for s in ("reground", "history_rag")},
+        "followups": {"n": len(followups), **{s: share(s, followups) for s in ("reground", "history_rag")}},
+        "only_reground": sum(r["reground"] and not r["history_rag"] for r in rows),
+        "only_history_rag": sum(r["history_rag"] and not r["reground"] for r in rows),
+        "docs": str(docs),
+        "cases_path": str(cases),
+        "seconds": round(seconds, 1),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reground.evals.passages", description=__doc__)
+    parser.add_argument("--docs", type=Path, required=True)
+    parser.add_argument("--cases", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True, help="output directory (summary.json, cases.jsonl)")
+    parser.add_argument("--limit", type=int, default=None, help="first N cases with a gold answer")
+    parser.add_argument("--data-dir", default=None)
+    args = parser.parse_args(argv)
+    result = compare_passages(args.docs, args.cases, data_dir=args.data_dir, limit=args.limit)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "summary.json").write_text(json.dumps(result["summary"], indent=2) + "\n", encoding="utf-8")
+    with (args.out / "cases.jsonl").open("w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(row) + "\n" for row in result["rows"])
+    print(json.dumps(result["summary"], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
