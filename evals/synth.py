@@ -763,22 +763,44 @@ def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float:
     return float((concordant - discordant) / denominator) if denominator else 0.0
 
 
-def _system_metrics(path: Path) -> dict[str, dict[str, Any]]:
-    file = path / "summary.json" if path.is_dir() else path
-    try:
-        systems = json.loads(file.read_text(encoding="utf-8"))["systems"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise DataError(f"{file}: not an answers run summary (run `reground eval answers --out DIR` first)") from exc
-    return dict(systems)
+RunPaths = str | Path | Sequence[str | Path]
+
+
+def _run_list(runs: RunPaths) -> list[Path]:
+    return [Path(runs)] if isinstance(runs, str | Path) else [Path(r) for r in runs]
+
+
+def _system_metrics(runs: RunPaths) -> dict[str, dict[str, Any]]:
+    """The systems of one answers run, or of several runs on the same cases (e.g. the baselines in one run and
+    ablations in another); a system in two of them is ambiguous and refused."""
+    merged: dict[str, dict[str, Any]] = {}
+    for path in _run_list(runs):
+        file = path / "summary.json" if path.is_dir() else path
+        try:
+            systems = dict(json.loads(file.read_text(encoding="utf-8"))["systems"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise DataError(
+                f"{file}: not an answers run summary (run `reground eval answers --out DIR` first)"
+            ) from exc
+        twice = sorted(set(systems) & set(merged))
+        if twice:
+            raise DataError(f"{file}: {', '.join(twice)} already came from another run: give each system once")
+        merged.update(systems)
+    return merged
 
 
 def rank_agreement(
-    synthetic: str | Path, real: str | Path, metrics: Sequence[str] = ("token_f1", "k_precision")
+    synthetic: RunPaths, real: RunPaths, metrics: Sequence[str] = ("token_f1", "k_precision")
 ) -> dict[str, Any]:
     """Kendall's tau between the system rankings of two answers runs (their summary.json), per metric, over the
-    systems both ran with a value for it: does the synthetic set rank systems as the real cases do?"""
-    a, b = _system_metrics(Path(synthetic)), _system_metrics(Path(real))
-    out: dict[str, Any] = {"synthetic": str(synthetic), "real": str(real), "metrics": {}}
+    systems both ran with a value for it: does the synthetic set rank systems as the real cases do? Each side may
+    be several runs on the same cases, whose systems are merged."""
+    a, b = _system_metrics(synthetic), _system_metrics(real)
+    out: dict[str, Any] = {
+        "synthetic": [str(p) for p in _run_list(synthetic)],
+        "real": [str(p) for p in _run_list(real)],
+        "metrics": {},
+    }
     for metric in metrics:
         names = sorted(
             n

@@ -140,8 +140,12 @@ def add_commands(subparsers: Any) -> None:
     p = sub.add_parser(
         "rank-agreement", help="Kendall's tau between the system rankings of two answers runs (synthetic vs real)"
     )
-    p.add_argument("--synthetic", required=True, help="answers run directory on the synthetic cases")
-    p.add_argument("--real", required=True, help="answers run directory on real cases, same --systems")
+    p.add_argument(
+        "--synthetic", required=True, nargs="+", help="answers run directory (or several) on the synthetic cases"
+    )
+    p.add_argument(
+        "--real", required=True, nargs="+", help="answers run directory (or several: systems merged) on real cases"
+    )
     p.add_argument("--metrics", default="token_f1,k_precision", help="comma-separated summary metrics")
     p.add_argument("--out", default=None, help="write the result as JSON here")
     p.set_defaults(func=_rank_agreement)

@@ -30,6 +30,7 @@ from reground.evals.synth import (
     span_is_verbatim,
     synthesize,
 )
+from reground.tools.errors import DataError
 from reground.tools.fake_chat import ScriptedChatModel
 
 Reply = Callable[[Sequence[BaseMessage]], str]
@@ -372,6 +373,24 @@ def test_rank_agreement_of_two_answers_runs(tmp_path: Path) -> None:
     assert result["metrics"]["token_f1"]["kendall_tau"] == pytest.approx(1.0)
     assert result["metrics"]["k_precision"]["kendall_tau"] == pytest.approx(1 / 3, abs=1e-4)
     assert result["metrics"]["token_f1"]["systems"] == sorted(names)
+
+
+def test_rank_agreement_merges_several_runs_on_one_side(tmp_path: Path) -> None:
+    def summary(path: Path, systems: dict[str, float]) -> Path:
+        path.mkdir()
+        rows = {n: {"token_f1": v, "k_precision": v} for n, v in systems.items()}
+        (path / "summary.json").write_text(json.dumps({"systems": rows}))
+        return path
+
+    synthetic = summary(tmp_path / "s", {"naive_rag": 0.1, "history_rag": 0.2, "reground": 0.3, "reground-x": 0.25})
+    baselines = summary(tmp_path / "b", {"naive_rag": 0.2, "history_rag": 0.25, "reground": 0.4})
+    ablation = summary(tmp_path / "a", {"reground-x": 0.3})
+    result = rank_agreement(synthetic, [baselines, ablation])
+    assert result["metrics"]["token_f1"]["systems"] == ["history_rag", "naive_rag", "reground", "reground-x"]
+    assert result["metrics"]["token_f1"]["kendall_tau"] == pytest.approx(1.0)
+    assert result["real"] == [str(baselines), str(ablation)]
+    with pytest.raises(DataError, match="already came from another run"):
+        rank_agreement(synthetic, [baselines, baselines])
 
 
 def test_cli_rejects_bad_shares_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
