@@ -258,14 +258,17 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
     return store, str(data_dir)
 
 
-def test_a_change_of_subject_is_searched_as_a_new_topic(demo_store: tuple[Any, str]) -> None:
-    """A question that stands alone and fits the conversation's document poorly opens a new topic at retrieval, even
-    with three known content words: the travel policy is found on the first search, with no re-grounding (with the
-    standalone rule off, the conversation's topic pins retrieval to the leave policies: the test below)."""
+def travel_after_parental_leave(
+    demo_store: tuple[Any, str], retrieval: RetrievalSettings | None = None
+) -> tuple[dict[str, Any], ScriptedChatModel]:
+    """The demo's change of subject: the second turn's result, checked to be answered from the travel policy."""
     store, data_dir = demo_store
     model = ScriptedChatModel()
     graph = build_graph(chat_model=model, store=store, checkpointer=InMemorySaver())
-    context = Context(collection="demo", data_dir=data_dir, metadata_filter={"country": "DE"})
+    scope = {"country": "DE"}
+    context = Context(
+        collection="demo", data_dir=data_dir, metadata_filter=scope, retrieval=retrieval or RetrievalSettings()
+    )
     first, second = turns(
         graph, context, "How much parental leave do I get?", "How do I book a flight for a business trip?"
     )
@@ -273,6 +276,14 @@ def test_a_change_of_subject_is_searched_as_a_new_topic(demo_store: tuple[Any, s
     assert second["kind"] == "answer" and second["passed"], second["fallback_reason"]
     assert "TravelDesk" in second["answer"]
     assert {c["doc_id"] for c in second["citations"]} == {"travel-expenses"}
+    return second, model
+
+
+def test_a_change_of_subject_is_searched_as_a_new_topic(demo_store: tuple[Any, str]) -> None:
+    """A question that stands alone and fits the conversation's document poorly opens a new topic at retrieval, even
+    with three known content words: the travel policy is found on the first search, with no re-grounding (with the
+    standalone rule off, the conversation's topic pins retrieval to the leave policies: the test below)."""
+    second, model = travel_after_parental_leave(demo_store)
     assert second["reground_attempts"] == 0 and model.calls == []
     assert "travel-expenses" in {p["doc_id"] for p in second["passages"]}
 
@@ -282,18 +293,8 @@ def test_a_change_of_subject_is_answered_from_its_own_document(demo_store: tuple
     change of subject (here: standalone questions need as many content words as any other message); when nothing
     there supports the new question, the re-grounding searches the question as a topic of its own instead of
     abstaining."""
-    store, data_dir = demo_store
-    model = ScriptedChatModel()
-    graph = build_graph(chat_model=model, store=store, checkpointer=InMemorySaver())
     pinned = RetrievalSettings(shift_min_terms_standalone=8, same_document_penalty=0.02)
-    context = Context(collection="demo", data_dir=data_dir, metadata_filter={"country": "DE"}, retrieval=pinned)
-    first, second = turns(
-        graph, context, "How much parental leave do I get?", "How do I book a flight for a business trip?"
-    )
-    assert [c["doc_id"] for c in first["citations"]] == ["parental-leave-de"]
-    assert second["kind"] == "answer" and second["passed"], second["fallback_reason"]
-    assert "TravelDesk" in second["answer"]
-    assert {c["doc_id"] for c in second["citations"]} == {"travel-expenses"}
+    second, model = travel_after_parental_leave(demo_store, pinned)
     assert second["reground_attempts"] == 1 and model.calls == [], "one LLM-free re-grounding"
     kept = [p["doc_id"] for p in second["passages"]]
     assert kept[0] == "travel-expenses" and kept[-1] == "parental-leave-de", "the conversation's best passage stays"
