@@ -158,7 +158,7 @@ class RetrievalSettings:
     # signal reads only the replies since.
     # For the turn that opens it, the signals reading the earlier dialogue are weighted by `shift_history_weight`
     # (0 drops them) and the question-only chunk signals get `shift_question_weight`.
-    # This turn's question needs only `shift_min_terms_standalone` known content words when it stands alone (no
+    # A user message needs only `shift_min_terms_standalone` known content words when it stands alone (no
     # pronoun, ellipsis or unnamed definite reference: tools/answerability.stands_alone) and shares no content word
     # with the dialogue: "How do I book a flight for a business trip?" after parental leave has three. On all 2,945
     # dev cases, 3 with that gate cost two cases of r@1 (0.8537 vs 0.8543) and one of passages r@3 (0.9311 vs
@@ -413,23 +413,24 @@ class HybridRetriever:
         topic = Topic(query.topic_query.strip())
         if not self.settings.detect_topic_shift or not topic.text:
             return topic
+        said = [query.topic_query]  # what the dialogue had said before each message
         for i, turn in enumerate(query.earlier_turns):
-            if self._shifts(turn.text, turn.history_query, topic.text, where):
+            if self._shifts(turn.text, turn.history_query, topic.text, where, self._min_terms(turn.text, said)):
                 topic = Topic(f"{turn.text} {turn.reply}".strip(), i)
-        if self._shifts(query.question, query.history_query, topic.text, where, self._question_min_terms(query)):
+            said += [turn.text, turn.reply]
+        if self._shifts(query.question, query.history_query, topic.text, where, self._min_terms(query.question, said)):
             topic = Topic(query.question.strip(), len(query.earlier_turns))
         return topic
 
-    def _question_min_terms(self, query: RetrievalQuery) -> int:
-        """The known content words that let this turn's question shift the topic: fewer when it stands alone."""
+    def _min_terms(self, message: str, said: Sequence[str]) -> int:
+        """The known content words that let a user message shift the topic: fewer when it stands alone."""
         s = self.settings
         if s.shift_min_terms_standalone >= s.shift_min_terms:
             return s.shift_min_terms
-        said = [query.topic_query, *(text for turn in query.earlier_turns for text in (turn.text, turn.reply))]
-        dialogue = [{"text": text} for text in said if text.strip()]
-        if set(content_terms(query.question)) & set(content_terms(" ".join(said))):
+        if set(content_terms(message)) & set(content_terms(" ".join(said))):
             return s.shift_min_terms  # it shares a word with the dialogue: it may well be about the same thing
-        return s.shift_min_terms_standalone if stands_alone(query.question, dialogue) else s.shift_min_terms
+        dialogue = [{"text": text} for text in said if text.strip()]
+        return s.shift_min_terms_standalone if stands_alone(message, dialogue) else s.shift_min_terms
 
     def topic_text(self, query: RetrievalQuery, *, where: dict[str, Any] | None) -> str:
         """The text the topic signal searches this turn (see `topic`)."""

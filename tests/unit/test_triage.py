@@ -288,6 +288,23 @@ def test_a_change_of_subject_is_searched_as_a_new_topic(demo_store: tuple[Any, s
     assert "travel-expenses" in {p["doc_id"] for p in second["passages"]}
 
 
+def test_the_new_topic_holds_for_the_next_follow_up(demo_store: tuple[Any, str]) -> None:
+    """After the change of subject, a follow-up that depends on the dialogue searches the new topic, not the
+    conversation's opening (the earlier question is checked for a shift by the same stand-alone rule)."""
+    store, data_dir = demo_store
+    graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
+    context = Context(collection="demo", data_dir=data_dir, metadata_filter={"country": "DE"})
+    *_, third = turns(
+        graph,
+        context,
+        "How much parental leave do I get?",
+        "How do I book a flight for a business trip?",
+        "Which class can I fly in?",
+    )
+    assert "economy" in third["answer"] and {c["doc_id"] for c in third["citations"]} == {"travel-expenses"}
+    assert [p["doc_id"] for p in third["passages"]][0] == "travel-expenses"
+
+
 def test_a_change_of_subject_is_answered_from_its_own_document(demo_store: tuple[Any, str]) -> None:
     """The conversation's topic (parental leave) pins retrieval to its document when the retriever does not see the
     change of subject (here: standalone questions need as many content words as any other message); when nothing
