@@ -302,7 +302,7 @@ def test_the_new_topic_holds_for_the_next_follow_up(demo_store: tuple[Any, str])
         "Which class can I fly in?",
     )
     assert "economy" in third["answer"] and {c["doc_id"] for c in third["citations"]} == {"travel-expenses"}
-    assert [p["doc_id"] for p in third["passages"]][0] == "travel-expenses"
+    assert third["passages"][0]["doc_id"] == "travel-expenses"
 
 
 def test_a_change_of_subject_is_answered_from_its_own_document(demo_store: tuple[Any, str]) -> None:
