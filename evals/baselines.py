@@ -84,6 +84,25 @@ def no_retrieval(model: BaseChatModel, *, history: Sequence[Mapping[str, str]], 
     return _result(answer, [], stats, started, history, question)
 
 
+def rag_passages(
+    retriever: HybridRetriever,
+    *,
+    history: Sequence[Mapping[str, str]],
+    question: str,
+    use_history: bool,
+    k: int = TOP_K,
+    history_tokens: int = HISTORY_TOKENS,
+    where: dict[str, Any] | None = None,
+) -> list[Passage]:
+    """The k passages a RAG baseline answers from: the question alone, or with the last `history_tokens` of dialogue."""
+    from reground.tools.retrieval import RetrievalQuery, history_query
+
+    query_text = history_query(question, _turns(history), history_tokens) if use_history else question
+    return retriever.search(
+        RetrievalQuery(question=question, history_query=query_text), where=where, doc_k=k, paragraph_k=k
+    )
+
+
 def rag(
     model: BaseChatModel,
     retriever: HybridRetriever,
@@ -99,16 +118,17 @@ def rag(
     from langchain_core.messages import HumanMessage
     from reground.prompts.formatting import format_conversation, format_passages
     from reground.tools.chat import CallStats, call_text
-    from reground.tools.retrieval import RetrievalQuery, history_query
 
     started, stats = time.perf_counter(), CallStats()
     turns = _turns(history)
-    query_text = history_query(question, turns, history_tokens) if use_history else question
-    passages = retriever.search(
-        RetrievalQuery(question=question, history_query=query_text),
+    passages = rag_passages(
+        retriever,
+        history=history,
+        question=question,
+        use_history=use_history,
+        k=k,
+        history_tokens=history_tokens,
         where=where,
-        doc_k=k,
-        paragraph_k=k,
     )
     prompt = prompts.RAG.format(passages=format_passages(passages), conversation=format_conversation(turns, question))
     answer = call_text(model, [HumanMessage(prompt)], stats, tags=["baseline"])

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reground.evals.baselines import HISTORY_TOKENS, TOP_K
+from reground.evals.baselines import rag_passages
 from reground.evals.bench import EVAL_CHUNK_TOKENS
 
 
@@ -34,7 +34,7 @@ def compare_passages(
     from reground.graph.builder import build_graph, run_config
     from reground.graph.context import Context
     from reground.tools.fake_chat import ScriptedChatModel, first_passage_reply
-    from reground.tools.retrieval import HybridRetriever, RetrievalQuery, history_query
+    from reground.tools.retrieval import HybridRetriever
 
     store: Any = open_eval_store(docs, data_dir=data_dir, max_tokens=EVAL_CHUNK_TOKENS)
     model = ScriptedChatModel(script={"answer": [first_passage_reply]})
@@ -48,11 +48,7 @@ def compare_passages(
     for case in load_cases(cases, limit=limit, only_with_answer=True):
         model.reset()
         out = graph.invoke({"messages": graph_messages(case)}, context=context, config=run_config(context))
-        turns = [{"role": "assistant" if t["role"] == "agent" else "user", "text": t["text"]} for t in case.history]
-        query = RetrievalQuery(
-            question=case.question, history_query=history_query(case.question, turns, HISTORY_TOKENS)
-        )
-        baseline = retriever.search(query, where=None, doc_k=TOP_K, paragraph_k=TOP_K)
+        baseline = rag_passages(retriever, history=case.history, question=case.question, use_history=True)
         rows.append(
             {
                 "case_id": case.case_id,

@@ -213,6 +213,11 @@ def refers_to_history(question: str) -> bool:
     return bool(HISTORY_WORDS_RE.search(question))
 
 
+def needs_no_history(question: str, bare_rank: int | None) -> bool:
+    """The follow-up rule: the bare question already finds its document first and points back at nothing."""
+    return bare_rank == 1 and not refers_to_history(question)
+
+
 def support(store: SearchStore, question: str, k: int = 5) -> tuple[float, Chunk | None]:
     """The best cosine of the bare question to a stored chunk, and that chunk (the closest supporting passage)."""
     hits = store.dense_search(store.embedder.embed_query(question), k)
@@ -422,32 +427,28 @@ class DialogueMaker:
         if k_precision(reply, span.text) < REPLY_GROUNDING:
             reply, reply_source = span.text, "span"
         checks: dict[str, Any] = {"refers_to_history": None, "reply_source": reply_source}
-        if kind == "followup" and self._standalone(question, doc):
+        bare = bm25_rank(self.store, question, doc.doc_id)
+        if kind == "followup" and needs_no_history(question, bare):
             rewritten = self._refer_back(question, history, stats)
             checks["written_as"] = question
             if rewritten is None or repeats_question(rewritten, history):
                 return None, "followup_standalone"
             if token_f1(rewritten, question) < REWRITE_KEEPS:
                 return None, "rewrite_lost_question"
-            question = rewritten
-        bare = bm25_rank(self.store, question, doc.doc_id)
+            question, bare = rewritten, bm25_rank(self.store, rewritten, doc.doc_id)
         with_history = bm25_rank(self.store, f"{question} {_last_words(history, HISTORY_WORDS)}", doc.doc_id)
         checks.update(bare_rank=bare, history_rank=with_history)
         if with_history is None:
             return None, "not_retrievable"
         if kind == "followup":
             checks["refers_to_history"] = refers_to_history(question)
-            if bare == 1 and not checks["refers_to_history"]:
+            if needs_no_history(question, bare):
                 return None, "followup_standalone"
         checks["model_check"] = self._check(span.text, history, question, stats)
         if checks["model_check"] is False:
             return None, "model_says_unanswered"
         checks["support"] = round(support(self.store, question)[0], 4)
         return self._case(kind, doc, history, question, reply, [doc.doc_id], span, True, checks), None
-
-    def _standalone(self, question: str, doc: Document) -> bool:
-        """The follow-up rule's test: the bare question finds its document first and points back at nothing."""
-        return bm25_rank(self.store, question, doc.doc_id) == 1 and not refers_to_history(question)
 
     def _refer_back(self, question: str, history: Sequence[Turn], stats: CallStats) -> str | None:
         """The question rewritten to refer back to the dialogue's latest user question (None: the model failed)."""

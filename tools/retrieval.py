@@ -414,22 +414,24 @@ class HybridRetriever:
         topic = Topic(query.topic_query.strip())
         if not self.settings.detect_topic_shift or not topic.text:
             return topic
-        said = [query.topic_query]  # what the dialogue had said before each message
+        said = [query.topic_query]  # what the dialogue had said before each message, and its content words
+        said_terms = set(content_terms(query.topic_query))
         for i, turn in enumerate(query.earlier_turns):
-            if self._shifts(turn.text, turn.history_query, topic.text, where, self._min_terms(turn.text, said)):
+            min_terms = self._min_terms(turn.text, said, said_terms)
+            if self._shifts(turn.text, turn.history_query, topic.text, where, min_terms):
                 topic = Topic(f"{turn.text} {turn.reply}".strip(), i)
             said += [turn.text, turn.reply]
-        if self._shifts(query.question, query.history_query, topic.text, where, self._min_terms(query.question, said)):
+            said_terms.update(content_terms(f"{turn.text} {turn.reply}"))
+        min_terms = self._min_terms(query.question, said, said_terms)
+        if self._shifts(query.question, query.history_query, topic.text, where, min_terms):
             topic = Topic(query.question.strip(), len(query.earlier_turns))
         return topic
 
-    def _min_terms(self, message: str, said: Sequence[str]) -> int:
+    def _min_terms(self, message: str, said: Sequence[str], said_terms: set[str]) -> int:
         """The known content words that let a user message shift the topic: fewer when it stands alone."""
         s = self.settings
-        if s.shift_min_terms_standalone >= s.shift_min_terms:
-            return s.shift_min_terms
-        if set(content_terms(message)) & set(content_terms(" ".join(said))):
-            return s.shift_min_terms  # it shares a word with the dialogue: it may well be about the same thing
+        if s.shift_min_terms_standalone >= s.shift_min_terms or set(content_terms(message)) & said_terms:
+            return s.shift_min_terms  # (a message sharing a word with the dialogue may well be about the same thing)
         dialogue = [{"text": text} for text in said if text.strip()]
         return s.shift_min_terms_standalone if stands_alone(message, dialogue) else s.shift_min_terms
 
