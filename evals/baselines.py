@@ -110,26 +110,16 @@ def rag(
     history: Sequence[Mapping[str, str]],
     question: str,
     use_history: bool,
-    k: int = TOP_K,
-    history_tokens: int = HISTORY_TOKENS,
     where: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Retrieve k passages (question only, or question + recent dialogue), then one answer call."""
+    """Retrieve the passages (`rag_passages`), then one answer call."""
     from langchain_core.messages import HumanMessage
     from reground.prompts.formatting import format_conversation, format_passages
     from reground.tools.chat import CallStats, call_text
 
     started, stats = time.perf_counter(), CallStats()
     turns = _turns(history)
-    passages = rag_passages(
-        retriever,
-        history=history,
-        question=question,
-        use_history=use_history,
-        k=k,
-        history_tokens=history_tokens,
-        where=where,
-    )
+    passages = rag_passages(retriever, history=history, question=question, use_history=use_history, where=where)
     prompt = prompts.RAG.format(passages=format_passages(passages), conversation=format_conversation(turns, question))
     answer = call_text(model, [HumanMessage(prompt)], stats, tags=["baseline"])
     result = _result(answer, passages, stats, started, history, question)
