@@ -4,8 +4,8 @@ Systems, all over the same ingested collection (chunks of `max_tokens`; a docume
 - `reground`: tools.retrieval.HybridRetriever (question + recent dialogue, BM25 + MiniLM, weighted RRF);
 - `bm25_question`: BM25 with the question only;
 - `bm25_history`: BM25 with the question plus the last ~100 words of the dialogue;
-- `reground_passages`: the documents of the top passages after paragraph scoring and fusion rerank
-  (what the answer step sees), so "gold document in the top 3 passages" is recall@3 there.
+- `reground_passages`: the documents of the top passages after paragraph scoring and the graph's default rerank
+  (`sentence_rerank`: what the answer step sees), so "gold document in the top 3 passages" is recall@3 there.
 
 Passage quality beside document recall: `span_recall` is the share of the gold span's content words found in
 the best of the kept passages; `span_hit` counts cases where it reaches 0.5 (the right paragraph, not only
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from reground.evals.datasets import Case, load_cases, load_corpus
 from reground.evals.ranking import DEFAULT_KS, first_relevant_rank, metrics_from_ranks
+from reground.tools.evidence import best_sentence_cosines
 from reground.tools.retrieval import (
     TRANSFORMS,
     HybridRetriever,
@@ -40,7 +41,7 @@ from reground.tools.retrieval import (
     RetrievalSettings,
     content_terms,
     conversation_query,
-    fuse_rerank,
+    sentence_rerank,
 )
 
 if TYPE_CHECKING:
@@ -232,7 +233,14 @@ def run_retrieval_eval(
             rankings["reground"] = [d for d, _ in retriever.rank_documents(query, where=where, k=RANK_DEPTH)]
             t1 = time.perf_counter()
             candidates = retriever.search(query, where=where, doc_k=doc_k, paragraph_k=paragraph_k)
-            passages = fuse_rerank(candidates, top_n, retriever.settings.same_document_penalty)
+            cosines = best_sentence_cosines(retriever.embed, query.question, candidates)
+            passages = sentence_rerank(
+                candidates,
+                cosines,
+                top_n,
+                retriever.settings.sentence_rerank_weight,
+                retriever.settings.same_document_penalty,
+            )
             rankings["reground_passages"] = list(dict.fromkeys(p["doc_id"] for p in passages))
             recall = span_recall(case.gold_span, [p["text"] for p in passages])
             t2 = time.perf_counter()

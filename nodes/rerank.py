@@ -1,4 +1,5 @@
-"""Rerank the candidate paragraphs and keep the top n: score fusion, an LLM listwise judge, or an HTTP cross-encoder."""
+"""Rerank the candidate paragraphs and keep the top n: by their sentence closest to the question (the default, no
+LLM), score fusion, an LLM listwise judge, or an HTTP cross-encoder."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 from reground.graph.state import State
-from reground.nodes.common import NodeEnv, grounded_messages
+from reground.nodes.common import NodeEnv, grounded_messages, question_of
 from reground.tools.chat import LLMReplyError
+from reground.tools.evidence import best_sentence_cosines
 from reground.tools.rerank_http import rerank_over_http
-from reground.tools.retrieval import fuse_rerank
+from reground.tools.retrieval import fuse_rerank, sentence_rerank
 from reground.tools.structured import call_json
 from reground.tools.types import Passage
 
@@ -63,6 +65,8 @@ def _rerank(state: State, env: NodeEnv) -> dict[str, Any]:
     n = context.top_n
     if context.rerank_method == "off" or len(candidates) <= 1:
         return {"passages": [Passage(**{**p, "rank": i + 1}) for i, p in enumerate(candidates[:n])]}
+    if context.rerank_method == "sentence":
+        return {"passages": by_sentence(state, env, candidates)}
     if context.rerank_method == "fusion":
         return {"passages": fuse_rerank(candidates, n, context.retrieval.same_document_penalty)}
     query = state.get("retrieval_query") or state["question"]
@@ -81,6 +85,15 @@ def _rerank(state: State, env: NodeEnv) -> dict[str, Any]:
         )
         parsed = scores_by_number(reply, len(candidates))
     except LLMReplyError as exc:
-        env.stats.notes.append(f"rerank reply unusable ({exc}); using score fusion")
-        return {"passages": fuse_rerank(candidates, n, context.retrieval.same_document_penalty)}
+        env.stats.notes.append(f"rerank reply unusable ({exc}); ranking by sentence instead")
+        return {"passages": by_sentence(state, env, candidates)}
     return {"passages": _with_scores(candidates, parsed, n)}
+
+
+def by_sentence(state: State, env: NodeEnv, candidates: list[Passage]) -> list[Passage]:
+    """The LLM-free rerank: retrieval score plus the candidate's best sentence cosine with the turn's question."""
+    settings = env.context.retrieval
+    cosines = best_sentence_cosines(env.services.retriever(env.context).embed, question_of(state), candidates)
+    return sentence_rerank(
+        candidates, cosines, env.context.top_n, settings.sentence_rerank_weight, settings.same_document_penalty
+    )

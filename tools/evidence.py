@@ -135,6 +135,29 @@ def stored_sentence_vectors(embed: Callable[..., Any], passages: Sequence[Passag
     return kept if len(kept) == len(passages) else [None] * len(passages)
 
 
+def best_sentence_cosines(
+    embed: Callable[[Sequence[str]], np.ndarray], question: str, passages: Sequence[Passage]
+) -> list[float]:
+    """Per passage, the cosine of its sentence closest to the question (0 for a passage with no sentence): the
+    rerank's finer view of a paragraph, since an answer is one sentence, not a paragraph's average. The sentence
+    vectors come from the store when it kept them at ingest, so this embeds at most the question (cached)."""
+    per_passage = [text_sentences(p["text"]) for p in passages]
+    kept = stored_sentence_vectors(embed, passages)
+    missing = [
+        text
+        for stored, texts in zip(kept, per_passage, strict=True)
+        if stored is None or len(stored) != len(texts)
+        for text in texts
+    ]
+    vectors = np.asarray(embed([question, *missing]))
+    fresh = iter(vectors[1:])
+    best: list[float] = []
+    for stored, texts in zip(kept, per_passage, strict=True):
+        rows = stored if stored is not None and len(stored) == len(texts) else [next(fresh) for _ in texts]
+        best.append(float(np.max(np.asarray(rows) @ vectors[0])) if len(texts) else 0.0)
+    return best
+
+
 def turn_evidence(
     question: str,
     history: Sequence[Mapping[str, str]],

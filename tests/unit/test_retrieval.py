@@ -18,6 +18,7 @@ from reground.tools.retrieval import (
     RetrievalSettings,
     conversation_query,
     fuse_rerank,
+    sentence_rerank,
     history_query,
     reciprocal_rank_fusion,
     select_across_documents,
@@ -480,3 +481,67 @@ def test_a_new_topic_keeps_the_conversations_best_passage_in_the_last_slot() -> 
     already = [passage("leave", 1), passage("travel", 2)]
     assert keep_conversation_passage(already, [passage("leave", 1)]) == already, "its document is already kept"
     assert keep_conversation_passage(new, []) == new
+
+
+def _scored(doc: str, pos: int, text: str, score: float) -> Passage:
+    passage = Passage(**_chunk(doc, pos, text))
+    passage.update(score=score, paragraph_score=score, doc_score=score)
+    return passage
+
+
+def test_sentence_rerank_prefers_the_paragraph_whose_sentence_answers() -> None:
+    on_topic = _scored("a", 0, "leave leave leave", 1.0)
+    answering = _scored("b", 0, "thirty days", 0.9)
+    # 1.0 + 0.3 x 0.2 = 1.06 against 0.9 + 0.3 x 0.8 = 1.14; without the sentence term retrieval order stands.
+    assert [p["doc_id"] for p in sentence_rerank([on_topic, answering], [0.2, 0.8], 2, 0.3)] == ["b", "a"]
+    assert [p["doc_id"] for p in sentence_rerank([on_topic, answering], [0.2, 0.8], 2, 0.0)] == ["a", "b"]
+    kept = sentence_rerank([on_topic, answering], [0.2, 0.8], 1, 0.3)
+    assert [(p["doc_id"], p["rank"], p["rerank_score"]) for p in kept] == [("b", 1, 1.14)]
+    assert sentence_rerank([], [], 3, 0.3) == []
+    with pytest.raises(ValueError, match="2 sentence cosines for 1 passages"):
+        sentence_rerank([on_topic], [0.2, 0.8], 1, 0.3)
+
+
+def test_best_sentence_cosines_take_each_passage_s_closest_sentence() -> None:
+    from reground.tools.evidence import best_sentence_cosines
+
+    embedder = HashEmbedder()
+    passages = [
+        _scored("a", 0, "Staff get thirty working days. Unused days carry over to March.", 1.0),
+        _scored("b", 0, "The training budget is set each year by the team.", 0.9),
+        _scored("c", 0, "Too short.", 0.8),
+    ]
+    cosines = best_sentence_cosines(embedder.embed, "How many working days do staff get?", passages)
+    first = embedder.embed(["How many working days do staff get?", "Staff get thirty working days."])
+    assert cosines[0] == pytest.approx(float(first[0] @ first[1]), abs=1e-6)
+    assert cosines[0] > cosines[1] >= 0.0
+    assert cosines[2] == 0.0, "a passage with no sentence of three words has no closest sentence"
+    assert len(embedder.calls) == 2, "the question and every sentence in one embedding call (plus the check's)"
+
+
+def test_the_default_rerank_keeps_the_passage_whose_sentence_answers() -> None:
+    from langgraph.runtime import Runtime
+    from reground.graph.context import Context
+    from reground.nodes.common import NodeEnv
+    from reground.nodes.rerank import rerank
+    from reground.tools.fake_chat import ScriptedChatModel
+    from reground.tools.services import Services
+
+    chunks = [
+        _chunk("leave", 0, "Annual leave rules apply to all staff. Leave requests go to your manager first."),
+        _chunk("days", 0, "Full-time staff get thirty working days of annual leave each year."),
+    ]
+    candidates = [
+        Passage(**{**chunks[0], "score": 1.0, "paragraph_score": 1.0, "doc_score": 1.0}),
+        Passage(**{**chunks[1], "score": 0.92, "paragraph_score": 0.92, "doc_score": 0.92}),
+    ]
+    services = Services(chat_model=ScriptedChatModel(), store=FakeStore(chunks))  # type: ignore[arg-type]
+    state = {"question": "How many working days of annual leave do staff get each year?", "candidates": candidates}
+
+    def kept(context: Any) -> list[str]:
+        update = rerank(state, NodeEnv(services=services, runtime=Runtime(context=context)))  # type: ignore[arg-type]
+        return [p["doc_id"] for p in update["passages"]]
+
+    assert Context().rerank_method == "sentence"
+    assert kept(Context(collection="docs", top_n=1)) == ["days"]
+    assert kept(Context(collection="docs", top_n=1, rerank_method="off")) == ["leave"]
