@@ -18,10 +18,10 @@ from reground.tools.retrieval import (
     RetrievalSettings,
     conversation_query,
     fuse_rerank,
-    sentence_rerank,
     history_query,
     reciprocal_rank_fusion,
     select_across_documents,
+    sentence_rerank,
 )
 from reground.tools.types import Chunk, Passage
 
