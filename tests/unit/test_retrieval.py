@@ -545,3 +545,9 @@ def test_the_default_rerank_keeps_the_passage_whose_sentence_answers() -> None:
     assert Context().rerank_method == "sentence"
     assert kept(Context(collection="docs", top_n=1)) == ["days"]
     assert kept(Context(collection="docs", top_n=1, rerank_method="off")) == ["leave"]
+    # The listwise LLM rerank falls back to the sentence ranking when its reply is unusable.
+    junk = Services(chat_model=ScriptedChatModel(script={"rerank": ["no idea"]}), store=FakeStore(chunks))  # type: ignore[arg-type]
+    env = NodeEnv(services=junk, runtime=Runtime(context=Context(collection="docs", top_n=1, rerank_method="llm")))
+    update = rerank(state, env)  # type: ignore[arg-type]
+    assert [p["doc_id"] for p in update["passages"]] == ["days"]
+    assert any("ranking by sentence instead" in note for note in env.stats.notes)
