@@ -535,19 +535,19 @@ def test_the_default_rerank_keeps_the_passage_whose_sentence_answers() -> None:
         Passage(**{**chunks[0], "score": 1.0, "paragraph_score": 1.0, "doc_score": 1.0}),
         Passage(**{**chunks[1], "score": 0.92, "paragraph_score": 0.92, "doc_score": 0.92}),
     ]
-    services = Services(chat_model=ScriptedChatModel(), store=FakeStore(chunks))  # type: ignore[arg-type]
+    services = Services(chat_model=ScriptedChatModel(), store=FakeStore(chunks))
     state = {"question": "How many working days of annual leave do staff get each year?", "candidates": candidates}
 
     def kept(context: Any) -> list[str]:
-        update = rerank(state, NodeEnv(services=services, runtime=Runtime(context=context)))  # type: ignore[arg-type]
+        update = rerank(state, NodeEnv(services=services, runtime=Runtime(context=context)))
         return [p["doc_id"] for p in update["passages"]]
 
     assert Context().rerank_method == "sentence"
     assert kept(Context(collection="docs", top_n=1)) == ["days"]
     assert kept(Context(collection="docs", top_n=1, rerank_method="off")) == ["leave"]
     # The listwise LLM rerank falls back to the sentence ranking when its reply is unusable.
-    junk = Services(chat_model=ScriptedChatModel(script={"rerank": ["no idea"]}), store=FakeStore(chunks))  # type: ignore[arg-type]
+    junk = Services(chat_model=ScriptedChatModel(script={"rerank": ["no idea"]}), store=FakeStore(chunks))
     env = NodeEnv(services=junk, runtime=Runtime(context=Context(collection="docs", top_n=1, rerank_method="llm")))
-    update = rerank(state, env)  # type: ignore[arg-type]
+    update = rerank(state, env)
     assert [p["doc_id"] for p in update["passages"]] == ["days"]
     assert any("ranking by sentence instead" in note for note in env.stats.notes)
