@@ -622,6 +622,13 @@ def summarize_run(out_dir: str | Path, case_ids: Iterable[str]) -> dict[str, Any
 # --- the run --------------------------------------------------------------------------------------
 
 
+def _eval_collection(docs_path: Path, chunk_tokens: int) -> str:
+    """The collection `eval answers` and `eval retrieval` ingest a corpus into (one per content and chunk size)."""
+    from reground.evals.retrieval import collection_name
+
+    return collection_name(docs_path, chunk_tokens)
+
+
 def _check_config(out_dir: Path, config: dict[str, Any]) -> None:
     """A rerun must use the same cases and models, or finished rows would mix with others."""
     path = out_dir / "config.json"
@@ -733,6 +740,9 @@ def run_answers_eval(
     scope_field = _case_scope_field(selected, docs_path, case_scope)
     config = {
         "docs": shown_path(docs_path),
+        # The store's collection (`eval calibrate --for-collection` calibrates for it); a caller's store: its context's.
+        "collection": (context_overrides or {}).get("collection")
+        or (_eval_collection(docs_path, chunk_tokens) if store is None else None),
         "cases": shown_path(cases_path),
         "limit": limit,
         "seed": seed,
@@ -752,10 +762,10 @@ def run_answers_eval(
     base_context: dict[str, Any] = {"chat_model": chat_model_spec, **dict(context_overrides or {})}
     if store is None and any(n != "no_retrieval" for n in names):
         # The same collection as `reground eval retrieval` (one per corpus content and chunk size).
-        from reground.evals.retrieval import collection_name, open_eval_store
+        from reground.evals.retrieval import open_eval_store
 
         store = open_eval_store(docs_path, data_dir=data_dir, max_tokens=chunk_tokens)
-        base_context["collection"] = collection_name(docs_path, chunk_tokens)
+        base_context["collection"] = _eval_collection(docs_path, chunk_tokens)
     model = chat_model if chat_model is not None else load_eval_model(chat_model_spec)
     if data_dir:
         base_context["data_dir"] = str(data_dir)

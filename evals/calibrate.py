@@ -8,7 +8,7 @@
   MTRAG-UN labels also report the share of UNANSWERABLE tasks under it, the abstentions it buys.
 
     reground eval calibrate --run runs/answers [--run runs/more] [--system reground] [--also-repo]
-                            [--support-percentile 3]
+                            [--support-percentile 3] [--for-collection]
 
 The support percentile is the share of answerable cases a corpus may refuse: lower it when the corpus's answerable
 questions are also asked back (MTRAG-UN dev: 2.4% of its answerable tasks get a clarifying question, so its
@@ -16,6 +16,9 @@ refusals and clarifications stay within 5% at the 2nd percentile, evals/README.m
 
 Several runs pool their cases. Writes `<data_dir>/calibration.json` (values already there and not recalibrated are
 kept), which the graph's Context reads as its default thresholds, and optionally `evals/results/calibration.json`.
+With `--for-collection` the values are written for the runs' collection only (its entry under "collections"),
+which a Context of that collection prefers to the file's own: a corpus whose answerable questions match its
+passages more closely than another's (MTRAG-UN's against doc2dial's) keeps its own abstention cut.
 """
 
 from __future__ import annotations
@@ -106,6 +109,26 @@ def _wrote_answers(run: Path, system: str) -> bool:
     return overrides.get("answer_style") == "write"
 
 
+def runs_collection(runs: Sequence[Path]) -> str:
+    """The one collection the runs were answered from (their config.json's "collection")."""
+    found: set[str] = set()
+    for run in runs:
+        try:
+            config = json.loads((run / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            config = {}
+        name = config.get("collection") if isinstance(config, dict) else None
+        if not name:
+            raise CalibrationError(
+                f"{run}/config.json names no collection: re-run `reground eval answers` with this version, or "
+                "calibrate without --for-collection"
+            )
+        found.add(str(name))
+    if len(found) != 1:
+        raise CalibrationError(f"the runs come from {len(found)} collections ({', '.join(sorted(found))}): one only")
+    return found.pop()
+
+
 def calibrate_run(
     run_dir: str | Path | Sequence[str | Path],
     *,
@@ -114,9 +137,11 @@ def calibrate_run(
     also_repo: bool = False,
     percentile: float = PERCENTILE,
     support_percentile: float = SUPPORT_PERCENTILE,
+    for_collection: bool = False,
 ) -> dict[str, Any]:
     """Calibrate from one or more answers runs and write the config file(s); returns what was written."""
     runs = [Path(run_dir)] if isinstance(run_dir, str | Path) else [Path(r) for r in run_dir]
+    collection = runs_collection(runs) if for_collection else ""
     rows: list[dict[str, Any]] = []
     written_rows: list[dict[str, Any]] = []
     for run in runs:
@@ -144,6 +169,8 @@ def calibrate_run(
         runs=[shown_path(run) for run in runs],
         created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
+    if collection:
+        result["collection"] = collection
     targets = [default_data_dir(data_dir) / CALIBRATION_FILE]
     if also_repo:
         REPO_RESULTS.mkdir(parents=True, exist_ok=True)
@@ -153,7 +180,13 @@ def calibrate_run(
             kept = json.loads(target.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             kept = {}
-        merged = {**(kept if isinstance(kept, dict) else {}), **result}
+        kept = kept if isinstance(kept, dict) else {}
+        if collection:
+            entries = kept.get("collections")
+            scoped: dict[str, Any] = entries if isinstance(entries, dict) else {}
+            merged = {**kept, "collections": {**scoped, collection: {**scoped.get(collection, {}), **result}}}
+        else:
+            merged = {**kept, **result}
         target.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
     result["written"] = [str(t) for t in targets]
     return result

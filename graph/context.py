@@ -323,8 +323,8 @@ class Context(EnvSettings):
             "Abstain when the best passage sentence matches the question less than this (its evidence score: word "
             "overlap + MiniLM cosine); after at most `abstain_reground_attempts` re-retrievals the turn says the "
             "documents do not cover it; 0 = never abstain early. Empty: the value `reground eval calibrate` wrote "
-            f"to <data_dir>/calibration.json, else {DEFAULT_SUPPORT_THRESHOLD} (calibrated on MTRAG-UN and doc2dial "
-            "dev, evals/README.md)."
+            "to <data_dir>/calibration.json (its entry for this collection when calibrated with --for-collection), "
+            f"else {DEFAULT_SUPPORT_THRESHOLD} (calibrated on MTRAG-UN and doc2dial dev, evals/README.md)."
         ),
     )
     abstain_reground_attempts: Count = Field(
@@ -547,18 +547,19 @@ class Context(EnvSettings):
             return float(self.groundedness_threshold)
         from reground.tools.paths import CALIBRATION_FILE, data_dir, read_calibrated_threshold
 
-        calibrated = read_calibrated_threshold(data_dir(self.data_dir or None) / CALIBRATION_FILE)
+        calibrated = read_calibrated_threshold(data_dir(self.data_dir or None) / CALIBRATION_FILE, self.collection)
         return DEFAULT_GROUNDEDNESS_THRESHOLD if calibrated is None else calibrated
 
     def resolved_support_threshold(self) -> float:
-        """The support threshold in force: the explicit value, else the calibrated one, else the default (reads the
-        calibration file: call it from nodes and routes only, like the groundedness threshold)."""
+        """The support threshold in force: the explicit value, else the one calibrated for this collection, else the
+        calibration file's own, else the default (reads the calibration file: call it from nodes and routes only,
+        like the groundedness threshold)."""
         if self.support_threshold is not None:
             return float(self.support_threshold)
         from reground.tools.paths import CALIBRATION_FILE, data_dir, read_calibrated_value
 
         path = data_dir(self.data_dir or None) / CALIBRATION_FILE
-        calibrated = read_calibrated_value("support_threshold", path, high=3.0)
+        calibrated = read_calibrated_value("support_threshold", path, high=3.0, collection=self.collection)
         return DEFAULT_SUPPORT_THRESHOLD if calibrated is None else calibrated
 
     def model_for(self, role: Role) -> str:

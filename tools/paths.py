@@ -39,23 +39,35 @@ def state_dir(data: str | os.PathLike[str] | None = None) -> Path:
 
 
 def read_calibrated_value(
-    name: str, path: str | os.PathLike[str] | None = None, *, low: float = 0.0, high: float = 1.0
+    name: str,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    low: float = 0.0,
+    high: float = 1.0,
+    collection: str = "",
 ) -> float | None:
     """A value `reground eval calibrate` wrote (e.g. "groundedness_threshold", "support_threshold"), or None when
-    there is no (valid) calibration file or it holds no value in [low, high] for `name`.
+    there is no (valid) calibration file or it holds no value in [low, high] for `name`. A value calibrated for
+    `collection` (`--for-collection`: the file's "collections" entry of that name) wins over the file's own.
 
     Default path: `<data_dir>/calibration.json` ($REGROUND_DATA_DIR or ~/.local/share/reground).
     """
     file = Path(path) if path else data_dir() / CALIBRATION_FILE
     try:
-        value = json.loads(file.read_text(encoding="utf-8")).get(name)
-    except (OSError, ValueError, AttributeError):
+        calibration = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+    if not isinstance(calibration, dict):
         return None
-    return float(value)
+    scoped = calibration.get("collections")
+    own = scoped.get(collection) if collection and isinstance(scoped, dict) else None
+    for source in (own, calibration):
+        value = source.get(name) if isinstance(source, dict) else None
+        if not isinstance(value, bool) and isinstance(value, int | float) and low <= value <= high:
+            return float(value)
+    return None
 
 
-def read_calibrated_threshold(path: str | os.PathLike[str] | None = None) -> float | None:
+def read_calibrated_threshold(path: str | os.PathLike[str] | None = None, collection: str = "") -> float | None:
     """The calibrated groundedness threshold, or None when there is no (valid) calibration file."""
-    return read_calibrated_value("groundedness_threshold", path)
+    return read_calibrated_value("groundedness_threshold", path, collection=collection)

@@ -97,6 +97,11 @@ def add_commands(subparsers: Any) -> None:
         default=None,
         help="percentile of the answerable cases' support that becomes the abstention threshold (default 3)",
     )
+    p.add_argument(
+        "--for-collection",
+        action="store_true",
+        help="write the thresholds for the runs' collection only (a context of that collection prefers them)",
+    )
     p.set_defaults(func=_calibrate)
 
     p = sub.add_parser("judge-check", help="accuracy of the hallucination judge on labelled items from a run")
@@ -262,6 +267,7 @@ def _calibrate(args: argparse.Namespace) -> int:
             system=args.system,
             data_dir=args.data_dir,
             also_repo=args.also_repo,
+            for_collection=args.for_collection,
             **({} if args.support_percentile is None else {"support_percentile": args.support_percentile}),
         )
     except CalibrationError as exc:
@@ -280,7 +286,7 @@ def _calibrate(args: argparse.Namespace) -> int:
             + (f"; {caught:.1%} of {result['n_unanswerable']} unanswerable ones too)" if caught is not None else ")")
         )
     for path in result["written"]:
-        print(f"wrote {path}")
+        print(f"wrote {path}" + (f" (for collection {result['collection']})" if result.get("collection") else ""))
     return 0
 
 

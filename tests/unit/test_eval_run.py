@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from reground.evals.answers import EvalRunError, parse_systems, read_jsonl, run_answers_eval
-from reground.evals.calibrate import calibrate_run, calibrated_threshold, read_calibrated_threshold
+from reground.evals.calibrate import CalibrationError, calibrate_run, calibrated_threshold, read_calibrated_threshold
 from reground.evals.correlation import correlation_report
 from reground.evals.report import ReportError, write_report
 from reground.tools.fake_chat import ScriptedChatModel
@@ -478,3 +478,49 @@ def test_the_support_percentile_sets_how_many_answerable_cases_may_abstain(tmp_p
     assert args.func(args) == 0
     written = json.loads((tmp_path / "cli" / "calibration.json").read_text(encoding="utf-8"))
     assert written["support_threshold"] == stricter["support_threshold"]
+
+
+def _support_run(run: Path, collection: str | None, supports: dict[str, float]) -> Path:
+    """An answers run directory as `eval answers` writes it: config.json and the reground rows' support signals."""
+    (run / "reground").mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"collection": collection} if collection else {}), encoding="utf-8")
+    rows = [
+        {"case_id": f"c{i}", "answerability": label, "signals": {"support": value}}
+        for i, (label, value) in enumerate(((k.split(":")[0], v) for k, v in supports.items()))
+    ]
+    (run / "reground" / "cases.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return run
+
+
+def test_a_collection_keeps_its_own_support_threshold(tmp_path: Path) -> None:
+    from reground.graph.context import Context
+
+    answerable = {f"ANSWERABLE:{i}": 0.6 + i / 100 for i in range(20)}
+    mtrag = _support_run(tmp_path / "mtrag", "eval-mtrag", {**answerable, "UNANSWERABLE:0": 0.5})
+    data = tmp_path / "data"
+    global_value = calibrate_run(_support_run(tmp_path / "all", None, {"ANSWERABLE:0": 0.3}), data_dir=data)
+    scoped = calibrate_run(mtrag, data_dir=data, support_percentile=0, for_collection=True)
+    calibration = data / "calibration.json"
+    assert scoped["collection"] == "eval-mtrag" and scoped["support_threshold"] == 0.6
+    assert scoped["unanswerable_below"] == 1.0
+    assert read_calibrated_value("support_threshold", calibration, high=3.0) == global_value["support_threshold"] == 0.3
+    assert read_calibrated_value("support_threshold", calibration, high=3.0, collection="eval-mtrag") == 0.6
+    assert read_calibrated_value("support_threshold", calibration, high=3.0, collection="other") == 0.3
+    # The graph's context reads the value of its own collection, else the file's.
+    assert Context(collection="eval-mtrag", data_dir=str(data)).resolved_support_threshold() == 0.6
+    assert Context(collection="hr-policies", data_dir=str(data)).resolved_support_threshold() == 0.3
+    # A run that names no collection cannot be calibrated for one; nor can runs from two collections.
+    with pytest.raises(CalibrationError, match="names no collection"):
+        calibrate_run(tmp_path / "all", data_dir=data, for_collection=True)
+    other = _support_run(tmp_path / "other", "eval-other", answerable)
+    with pytest.raises(CalibrationError, match="2 collections"):
+        calibrate_run([mtrag, other], data_dir=data, for_collection=True)
+
+
+def test_an_invalid_collection_value_falls_back_to_the_file_s(tmp_path: Path) -> None:
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({"support_threshold": 0.4, "collections": {"a": {"support_threshold": "high"}}}))
+    assert read_calibrated_value("support_threshold", path, high=3.0, collection="a") == 0.4
+    path.write_text(json.dumps({"collections": {"a": {"support_threshold": 0.7}}}))
+    assert read_calibrated_value("support_threshold", path, high=3.0) is None
+    assert read_calibrated_value("support_threshold", path, high=3.0, collection="a") == 0.7
