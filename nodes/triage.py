@@ -18,6 +18,8 @@ from reground.graph.state import ClarifyOption, EvidenceItem, State
 from reground.nodes.common import NodeEnv, evidence_for, question_of
 from reground.tools.answerability import coverage, readings, support, unresolved_references
 
+OPENING_MESSAGES = 2  # a question with at most the first exchange before it opens the conversation
+
 
 def triage(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
@@ -41,7 +43,9 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         "missing": missing,
         "options": [],
     }
-    if context.use_clarify and len(found) >= context.clarify_min_readings:
+    opening = len(state.get("history", [])) <= OPENING_MESSAGES
+    needed = context.clarify_min_readings_opening if opening else context.clarify_min_readings
+    if context.use_clarify and len(found) >= needed:
         env.stats.notes.append(
             f"ambiguous: {references[0]!r} fits {len(found)} documents ({', '.join(r.label for r in found)})"
         )

@@ -142,6 +142,20 @@ def test_clarify_can_be_turned_off(leave_store: tuple[Any, str]) -> None:
     assert result["kind"] == "answer" and result["options"] == []
 
 
+def test_an_opening_question_may_need_fewer_readings_to_ask_back(leave_store: tuple[Any, str]) -> None:
+    store, data_dir = leave_store
+    # Four policies fit "the policy": five readings are needed later in a conversation, four at its opening.
+    context = Context(
+        collection="leave-policies", data_dir=data_dir, clarify_min_readings=5, clarify_min_readings_opening=4
+    )
+    graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
+    question = "How many days of annual leave does the policy give?"
+    (opening,) = turns(graph, context, question, thread="opening")
+    assert opening["kind"] == "clarify" and len(opening["options"]) == 4
+    *_, later = turns(graph, context, "Hello.", "I work in Europe.", question, thread="later")
+    assert later["kind"] != "clarify" and later["options"] == []
+
+
 def test_a_partial_answer_says_what_the_documents_do_not_mention(hr_store: Any, context: Context) -> None:
     graph = build_graph(chat_model=ScriptedChatModel(), store=hr_store, checkpointer=InMemorySaver())
     ctx = context.with_(partial_coverage=0.9)
