@@ -135,27 +135,33 @@ def stored_sentence_vectors(embed: Callable[..., Any], passages: Sequence[Passag
     return kept if len(kept) == len(passages) else [None] * len(passages)
 
 
+def sentence_vectors(
+    embed: Callable[[Sequence[str]], np.ndarray], queries: Sequence[str], passages: Sequence[Passage]
+) -> tuple[np.ndarray, list[list[np.ndarray]]]:
+    """The queries' vectors and, per passage, its sentences' vectors (`text_sentences` order), in one embedding call:
+    a passage's sentence vectors come from the store when it kept them at ingest, the others are embedded with the
+    queries (a cached query costs nothing)."""
+    per_passage = [text_sentences(p["text"]) for p in passages]
+    kept = stored_sentence_vectors(embed, passages)
+    usable = [v is not None and len(v) == len(texts) for v, texts in zip(kept, per_passage, strict=True)]
+    missing = [t for ok, texts in zip(usable, per_passage, strict=True) if not ok for t in texts]
+    vectors = np.asarray(embed([*queries, *missing]))
+    fresh = iter(vectors[len(queries) :])
+    rows = [
+        list(stored) if ok and stored is not None else [next(fresh) for _ in texts]
+        for ok, stored, texts in zip(usable, kept, per_passage, strict=True)
+    ]
+    return vectors[: len(queries)], rows
+
+
 def best_sentence_cosines(
     embed: Callable[[Sequence[str]], np.ndarray], question: str, passages: Sequence[Passage]
 ) -> list[float]:
     """Per passage, the cosine of its sentence closest to the question (0 for a passage with no sentence): the
     rerank's finer view of a paragraph, since an answer is one sentence, not a paragraph's average. The sentence
     vectors come from the store when it kept them at ingest, so this embeds at most the question (cached)."""
-    per_passage = [text_sentences(p["text"]) for p in passages]
-    kept = stored_sentence_vectors(embed, passages)
-    missing = [
-        text
-        for stored, texts in zip(kept, per_passage, strict=True)
-        if stored is None or len(stored) != len(texts)
-        for text in texts
-    ]
-    vectors = np.asarray(embed([question, *missing]))
-    fresh = iter(vectors[1:])
-    best: list[float] = []
-    for stored, texts in zip(kept, per_passage, strict=True):
-        rows = stored if stored is not None and len(stored) == len(texts) else [next(fresh) for _ in texts]
-        best.append(float(np.max(np.asarray(rows) @ vectors[0])) if len(texts) else 0.0)
-    return best
+    (question_vector,), rows = sentence_vectors(embed, [question], passages)
+    return [float(np.max(np.asarray(r) @ question_vector)) if r else 0.0 for r in rows]
 
 
 def turn_evidence(
@@ -179,18 +185,10 @@ def turn_evidence(
     per_passage = [text_sentences(p["text"]) for p in passages]
     if not any(per_passage):
         return []
-    kept = stored_sentence_vectors(embed, passages)
-    usable = [v is not None and len(v) == len(texts) for v, texts in zip(kept, per_passage, strict=True)]
-    missing = [t for ok, texts in zip(usable, per_passage, strict=True) if not ok for t in texts]
     # One call: the question (cached), the question in its dialogue if given, and the sentences not kept at ingest.
     dialogue = [dialogue_query] if dialogue_query and dialogue_query != question else []
-    vectors = np.asarray(embed([question, *dialogue, *missing]))
-    fresh = iter(vectors[1 + len(dialogue) :])
-    rows = [
-        row
-        for ok, stored, texts in zip(usable, kept, per_passage, strict=True)
-        for row in (stored if ok and stored is not None else [next(fresh) for _ in texts])
-    ]
+    vectors, per_passage_rows = sentence_vectors(embed, [question, *dialogue], passages)
+    rows = [row for passage_rows in per_passage_rows for row in passage_rows]
     ranked = rank_evidence(
         lexical_query,
         passages,
