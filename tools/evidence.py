@@ -136,12 +136,14 @@ def stored_sentence_vectors(embed: Callable[..., Any], passages: Sequence[Passag
 
 
 def sentence_vectors(
-    embed: Callable[[Sequence[str]], np.ndarray], queries: Sequence[str], passages: Sequence[Passage]
+    embed: Callable[[Sequence[str]], np.ndarray],
+    queries: Sequence[str],
+    passages: Sequence[Passage],
+    per_passage: Sequence[Sequence[str]],
 ) -> tuple[np.ndarray, list[list[np.ndarray]]]:
-    """The queries' vectors and, per passage, its sentences' vectors (`text_sentences` order), in one embedding call:
-    a passage's sentence vectors come from the store when it kept them at ingest, the others are embedded with the
-    queries (a cached query costs nothing)."""
-    per_passage = [text_sentences(p["text"]) for p in passages]
+    """The queries' vectors and, per passage, the vectors of its sentences (`per_passage`: `text_sentences` of each
+    passage), in one embedding call: a passage's sentence vectors come from the store when it kept them at ingest,
+    the others are embedded with the queries (a cached query costs nothing)."""
     kept = stored_sentence_vectors(embed, passages)
     usable = [v is not None and len(v) == len(texts) for v, texts in zip(kept, per_passage, strict=True)]
     missing = [t for ok, texts in zip(usable, per_passage, strict=True) if not ok for t in texts]
@@ -160,7 +162,8 @@ def best_sentence_cosines(
     """Per passage, the cosine of its sentence closest to the question (0 for a passage with no sentence): the
     rerank's finer view of a paragraph, since an answer is one sentence, not a paragraph's average. The sentence
     vectors come from the store when it kept them at ingest, so this embeds at most the question (cached)."""
-    (question_vector,), rows = sentence_vectors(embed, [question], passages)
+    per_passage = [text_sentences(p["text"]) for p in passages]
+    (question_vector,), rows = sentence_vectors(embed, [question], passages, per_passage)
     return [float(np.max(np.asarray(r) @ question_vector)) if r else 0.0 for r in rows]
 
 
@@ -187,7 +190,7 @@ def turn_evidence(
         return []
     # One call: the question (cached), the question in its dialogue if given, and the sentences not kept at ingest.
     dialogue = [dialogue_query] if dialogue_query and dialogue_query != question else []
-    vectors, per_passage_rows = sentence_vectors(embed, [question, *dialogue], passages)
+    vectors, per_passage_rows = sentence_vectors(embed, [question, *dialogue], passages, per_passage)
     rows = [row for passage_rows in per_passage_rows for row in passage_rows]
     ranked = rank_evidence(
         lexical_query,
