@@ -5,7 +5,8 @@
 
 `eval answers` compares "gold document in the 3 passages" on 100 cases, where one case is 0.01. Here the graph
 runs every case that has a gold answer with a scripted model (no LLM: a follow-up whose retrieval is unsure keeps
-its question unrewritten, and replies are extracted, as by default), and history RAG's retrieval (question plus
+its question unrewritten, and replies are extracted, as by default; their token F1 against the human reply is
+recorded too), and history RAG's retrieval (question plus
 the last ~100 tokens of dialogue, top 3, `evals/baselines.py`) runs on the same cases, so the two are compared on
 thousands of cases with no model noise. Writes summary.json and one row per case.
 """
@@ -35,6 +36,7 @@ def compare_passages(
     from reground.graph.context import Context
     from reground.tools.fake_chat import ScriptedChatModel, first_passage_reply
     from reground.tools.retrieval import HybridRetriever
+    from reground.tools.scoring import token_f1
 
     store: Any = open_eval_store(docs, data_dir=data_dir, max_tokens=EVAL_CHUNK_TOKENS)
     model = ScriptedChatModel(script={"answer": [first_passage_reply]})
@@ -56,6 +58,7 @@ def compare_passages(
                 "kind": out["result"]["kind"],
                 "reground": case.gold_doc_id in {p["doc_id"] for p in out["result"]["passages"]},
                 "history_rag": case.gold_doc_id in {p["doc_id"] for p in baseline},
+                "reply_token_f1": round(token_f1(out["result"]["answer"], case.gold_answer or ""), 4),
             }
         )
     return {"summary": summarize(rows, docs, cases, time.perf_counter() - started), "rows": rows}
@@ -72,6 +75,8 @@ def summarize(rows: Sequence[dict[str, Any]], docs: Path, cases: Path, seconds: 
         "followups": {"n": len(followups), **{s: share(s, followups) for s in ("reground", "history_rag")}},
         "only_reground": sum(r["reground"] and not r["history_rag"] for r in rows),
         "only_history_rag": sum(r["history_rag"] and not r["reground"] for r in rows),
+        # The graph's own reply (extracted, LLM-free) against the human one, every case (clarifications included).
+        "reground_reply_token_f1": round(statistics.mean(r["reply_token_f1"] for r in rows), 4) if rows else None,
         "docs": str(docs),
         "cases_path": str(cases),
         "seconds": round(seconds, 1),

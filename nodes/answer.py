@@ -106,7 +106,11 @@ def answer_task(state: State, env: NodeEnv, evidence: Sequence[Evidence]) -> str
     context = env.context
     shown = shown_evidence(evidence, context.answer_evidence)
     hint = (
-        answer_prompts.EVIDENCE.format(sentences="\n".join(f'[{e.passage}] "{e.text}"' for e in shown)) if shown else ""
+        answer_prompts.EVIDENCE.format(
+            sentences="\n".join(f'[{e.passage}] "{" ".join(e.text.split())}"' for e in shown)
+        )
+        if shown
+        else ""
     )
     task = answer_prompts.TASK_WITH_SELF_CHECK if context.use_self_check else context.answer_prompt
     return task.format(question=question_of(state), evidence=hint, escalation=context.escalation)

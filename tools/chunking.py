@@ -10,12 +10,19 @@ from reground.tools.tokens import count_tokens
 from reground.tools.types import Chunk
 
 DEFAULT_MAX_TOKENS = 160
+# Between the paragraphs packed into one chunk: a blank line, where evidence sentences always end (a single line
+# break inside a paragraph does not end one).
+PARAGRAPH_BREAK = "\n\n"
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
 
 def _paragraphs(text: str) -> list[tuple[str, str]]:
-    """(section, paragraph) pairs; a markdown heading sets the section of what follows."""
+    """(section, paragraph) pairs; a markdown heading sets the section of what follows.
+
+    A paragraph keeps its line breaks: a plain heading line ("How to surrender your plates") stays part of the
+    sentence after it, whose words it helps rank, and an extracted reply can still leave it out
+    (tools/evidence.reply_text)."""
     section = ""
     out: list[tuple[str, str]] = []
     for block in re.split(r"\n\s*\n", text.replace("\r\n", "\n")):
@@ -25,13 +32,13 @@ def _paragraphs(text: str) -> list[tuple[str, str]]:
             heading = _HEADING.match(line)
             if heading:
                 if body:
-                    out.append((section, " ".join(body)))
+                    out.append((section, "\n".join(body)))
                     body = []
                 section = heading.group(1).strip()
             else:
                 body.append(line.strip())
         if body:
-            out.append((section, " ".join(body)))
+            out.append((section, "\n".join(body)))
     return out
 
 
@@ -76,8 +83,9 @@ def chunk_document(doc: Document, *, max_tokens: int = DEFAULT_MAX_TOKENS, overl
     packed: list[tuple[str, str]] = []
     for section, paragraph in _paragraphs(doc.text):
         for piece in _split_long(paragraph, max_tokens) if count_tokens(paragraph) > max_tokens else [paragraph]:
-            if packed and packed[-1][0] == section and count_tokens(f"{packed[-1][1]}\n{piece}") <= max_tokens:
-                packed[-1] = (section, f"{packed[-1][1]}\n{piece}")
+            joined = f"{packed[-1][1]}{PARAGRAPH_BREAK}{piece}" if packed else ""
+            if packed and packed[-1][0] == section and count_tokens(joined) <= max_tokens:
+                packed[-1] = (section, joined)
             else:
                 packed.append((section, piece))
     chunks: list[Chunk] = []
@@ -87,7 +95,7 @@ def chunk_document(doc: Document, *, max_tokens: int = DEFAULT_MAX_TOKENS, overl
         if overlap_tokens and previous:
             tail = _SENTENCE.split(previous)[-1]
             if count_tokens(tail) <= overlap_tokens:
-                body = f"{tail}\n{text}"
+                body = f"{tail}{PARAGRAPH_BREAK}{text}"
         previous = text
         chunks.append(
             Chunk(

@@ -23,11 +23,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from reground.tools.lexical import lexical_tokens
+from reground.tools.lexical import STOPWORDS, lexical_tokens
 from reground.tools.scoring import rouge_l, token_f1
 from reground.tools.types import Passage, is_assistant
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# A sentence ends at its punctuation or at a blank line (a paragraph's end); a single line break does not end one:
+# a heading line without punctuation ranks with the sentence it introduces (`reply_text` leaves it out of replies).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+# How a line that ends a sentence or leads into what follows ends (a heading line has none of these).
+_LINE_END = re.compile(r"[.!?:;,)\]\"']$")
+MAX_HEADING_WORDS = 12
 _CITATION = re.compile(r"\s*\[\d{1,2}\]")
 MIN_SENTENCE_WORDS = 3
 # The items of a list an extracted sentence introduces ("... are available:") that join it.
@@ -49,14 +54,20 @@ class Evidence:
     order: int = 0  # the sentence's place in the passages (passage by passage, in reading order)
 
 
+def _normalised(text: str) -> str:
+    """Whitespace collapsed within each line; line breaks kept (they mark headings)."""
+    return "\n".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
+
+
 def sentence_spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, sentence) of every sentence of at least three words: the one sentence split of evidence, used
-    at ingest (sentence vectors kept per chunk) and at query time alike; `sentence` is whitespace-normalised."""
+    at ingest (sentence vectors kept per chunk) and at query time alike; `sentence` is whitespace-normalised
+    within its lines."""
     out: list[tuple[int, int, str]] = []
     start = 0
     for separator in [*_SENTENCE_END.finditer(text), None]:
         end = separator.start() if separator is not None else len(text)
-        sentence = " ".join(text[start:end].split())
+        sentence = _normalised(text[start:end])
         if len(sentence.split()) >= MIN_SENTENCE_WORDS:
             out.append((start, end, sentence))
         if separator is not None:
@@ -259,6 +270,28 @@ def relevance_parts(answer: str, evidence: Sequence[Evidence], previous_reply: s
     }
 
 
+def is_heading_line(line: str, next_line: str) -> bool:
+    """A short line with no closing punctuation, not ending on a function word, before a line that starts like a
+    sentence (a capital or a digit): a heading. A line wrapped mid-sentence (a PDF's, a text file's) is long, ends
+    on a word like "to" or "the", or goes on in lower case, so it stays."""
+    words_ = line.split()
+    return (
+        0 < len(words_) <= MAX_HEADING_WORDS
+        and not _LINE_END.search(line)
+        and words_[-1].lower() not in STOPWORDS
+        and (next_line[:1].isupper() or next_line[:1].isdigit())
+    )
+
+
+def reply_text(sentence: str) -> str:
+    """An evidence sentence as a reply says it: without the heading lines it starts with ("How to surrender New
+    York State plates" before "Note: If you need to ..."), on one line."""
+    lines = sentence.split("\n")
+    while len(lines) > 1 and is_heading_line(lines[0], lines[1]):
+        lines = lines[1:]
+    return " ".join(lines)
+
+
 def extractive_answer(
     evidence: Sequence[Evidence], max_sentences: int = 1, ratio: float = 1.0, *, same_passage: bool = False
 ) -> tuple[str, list[int]]:
@@ -286,4 +319,4 @@ def extractive_answer(
                 if listed not in picked:
                     picked.append(listed)
     picked.sort(key=lambda e: e.order)
-    return " ".join(e.text for e in picked), sorted({e.passage for e in picked})
+    return " ".join(reply_text(e.text) for e in picked), sorted({e.passage for e in picked})

@@ -56,8 +56,8 @@ class IngestSummary:
 
 
 # Bumped when what a chunk stores changes, so the next ingest rewrites documents written before
-# (2: sentence vectors kept per chunk).
-CHUNK_FORMAT = 2
+# (2: sentence vectors kept per chunk; 3: paragraphs keep their line breaks, packed paragraphs a blank line).
+CHUNK_FORMAT = 3
 
 
 def content_hash(doc: Document, max_tokens: int) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from reground.tools.evidence import extractive_answer, rank_evidence, relevance_parts, repeats
+from reground.tools.evidence import extractive_answer, rank_evidence, relevance_parts, repeats, sentence_spans
 from reground.tools.types import Passage
 
 LEAVE = (
@@ -116,3 +116,35 @@ def test_a_sentence_that_introduces_a_list_brings_the_list() -> None:
     elsewhere = Evidence("Another passage says something else.", 2, 0.2, 0.1, 0.1, order=7)
     text, _ = extractive_answer([intro, *items, elsewhere], 1)
     assert text == f"{intro.text} {items[0].text} {items[1].text}"
+
+
+PLATES = (
+    "How to surrender your plates\nYou can surrender plates at any DMV office. Bring the registration too.\n\n"
+    "Refunds\nA refund needs the receipt."
+)
+
+
+def test_a_sentence_ends_at_a_blank_line_but_not_at_a_line_break() -> None:
+    sentences = [text for _, _, text in sentence_spans(PLATES)]
+    assert sentences == [
+        "How to surrender your plates\nYou can surrender plates at any DMV office.",
+        "Bring the registration too.",
+        "Refunds\nA refund needs the receipt.",
+    ]
+
+
+def test_a_heading_line_ranks_with_its_sentence_but_the_reply_leaves_it_out() -> None:
+    evidence = rank_evidence("How do I surrender my plates?", passages(PLATES))
+    assert evidence[0].text.startswith("How to surrender your plates\n")  # its words ranked the sentence
+    text, cited = extractive_answer(evidence)
+    assert text == "You can surrender plates at any DMV office." and cited == [1]
+
+
+def test_a_line_wrapped_mid_sentence_is_not_a_heading() -> None:
+    wrapped = "Employees must send the signed form to\nHR within 7 days of the trip.\n\nNothing else is needed here."
+    text, _ = extractive_answer(rank_evidence("When must the signed form reach HR?", passages(wrapped)))
+    assert text == "Employees must send the signed form to HR within 7 days of the trip."
+    lower = "The allowance is paid monthly\nand taxed as salary."
+    assert extractive_answer(rank_evidence("Is the allowance paid monthly?", passages(lower)))[0] == (
+        "The allowance is paid monthly and taxed as salary."
+    )

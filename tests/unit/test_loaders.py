@@ -127,3 +127,17 @@ def test_a_pdf_without_text_is_an_error_not_an_empty_document(tmp_path: Path) ->
         writer.write(handle)
     documents, errors = load_paths([pdf])
     assert documents == [] and "no text could be extracted" in errors[0].reason
+
+
+def test_a_paragraph_keeps_its_line_breaks_and_packed_paragraphs_a_blank_line() -> None:
+    from reground.tools.loaders import Document
+
+    doc = Document(
+        doc_id="plates",
+        title="Plates",
+        text="How to surrender your plates\nYou can surrender plates at any DMV office.\n\nKeep the receipt.",
+    )
+    (chunk,) = chunk_document(doc)
+    assert chunk["text"] == (
+        "How to surrender your plates\nYou can surrender plates at any DMV office.\n\nKeep the receipt."
+    )
