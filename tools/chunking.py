@@ -17,6 +17,12 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
 
+def _budget_tokens(text: str) -> int:
+    """Tokens a chunk's budget counts: a line break inside a paragraph as the space it replaces and a blank line as
+    one line break, so keeping line breaks moved no chunk boundary (CHUNK_FORMAT 4; format 3 had moved a few)."""
+    return count_tokens(text.replace(PARAGRAPH_BREAK, "\0").replace("\n", " ").replace("\0", "\n"))
+
+
 def _paragraphs(text: str) -> list[tuple[str, str]]:
     """(section, paragraph) pairs; a markdown heading sets the section of what follows.
 
@@ -48,18 +54,18 @@ def _split_long(paragraph: str, max_tokens: int) -> list[str]:
     current = ""
     for sentence in _SENTENCE.split(paragraph):
         candidate = f"{current} {sentence}".strip()
-        if count_tokens(candidate) <= max_tokens:
+        if _budget_tokens(candidate) <= max_tokens:
             current = candidate
             continue
         if current:
             pieces.append(current)
-        if count_tokens(sentence) <= max_tokens:
+        if _budget_tokens(sentence) <= max_tokens:
             current = sentence
             continue
         words, current = sentence.split(), ""
         for word in words:
             candidate = f"{current} {word}".strip()
-            if count_tokens(candidate) > max_tokens and current:
+            if _budget_tokens(candidate) > max_tokens and current:
                 pieces.append(current)
                 current = word
             else:
@@ -82,9 +88,9 @@ def chunk_document(doc: Document, *, max_tokens: int = DEFAULT_MAX_TOKENS, overl
         raise ValueError("max_tokens must be at least 16")
     packed: list[tuple[str, str]] = []
     for section, paragraph in _paragraphs(doc.text):
-        for piece in _split_long(paragraph, max_tokens) if count_tokens(paragraph) > max_tokens else [paragraph]:
+        for piece in _split_long(paragraph, max_tokens) if _budget_tokens(paragraph) > max_tokens else [paragraph]:
             joined = f"{packed[-1][1]}{PARAGRAPH_BREAK}{piece}" if packed else ""
-            if packed and packed[-1][0] == section and count_tokens(joined) <= max_tokens:
+            if packed and packed[-1][0] == section and _budget_tokens(joined) <= max_tokens:
                 packed[-1] = (section, joined)
             else:
                 packed.append((section, piece))
@@ -94,7 +100,7 @@ def chunk_document(doc: Document, *, max_tokens: int = DEFAULT_MAX_TOKENS, overl
         body = text
         if overlap_tokens and previous:
             tail = _SENTENCE.split(previous)[-1]
-            if count_tokens(tail) <= overlap_tokens:
+            if _budget_tokens(tail) <= overlap_tokens:
                 body = f"{tail}{PARAGRAPH_BREAK}{text}"
         previous = text
         chunks.append(

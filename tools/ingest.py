@@ -56,8 +56,9 @@ class IngestSummary:
 
 
 # Bumped when what a chunk stores changes, so the next ingest rewrites documents written before
-# (2: sentence vectors kept per chunk; 3: paragraphs keep their line breaks, packed paragraphs a blank line).
-CHUNK_FORMAT = 3
+# (2: sentence vectors kept per chunk; 3: paragraphs keep their line breaks, packed paragraphs a blank line;
+# 4: the same, with format 2's chunk boundaries).
+CHUNK_FORMAT = 4
 
 
 def content_hash(doc: Document, max_tokens: int) -> str:

@@ -141,3 +141,15 @@ def test_a_paragraph_keeps_its_line_breaks_and_packed_paragraphs_a_blank_line() 
     assert chunk["text"] == (
         "How to surrender your plates\nYou can surrender plates at any DMV office.\n\nKeep the receipt."
     )
+
+
+def test_line_breaks_move_no_chunk_boundary() -> None:
+    from reground.tools.loaders import Document
+
+    blocks = ["\n".join(f"Step {j} of part {i}" for j in range(5)) for i in range(12)]
+    broken = Document(doc_id="a", title="A", text="\n\n".join(blocks))
+    flat = Document(doc_id="b", title="B", text="\n\n".join(b.replace("\n", " ") for b in blocks))
+    # At 72 tokens two flat paragraphs fit a chunk; counting each line break as a token would fit only one.
+    with_breaks, without = chunk_document(broken, max_tokens=72), chunk_document(flat, max_tokens=72)
+    assert len(with_breaks) == len(without) == 6
+    assert [" ".join(c["text"].split()) for c in with_breaks] == [" ".join(c["text"].split()) for c in without]
