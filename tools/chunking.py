@@ -89,11 +89,12 @@ def chunk_document(doc: Document, *, max_tokens: int = DEFAULT_MAX_TOKENS, overl
     packed: list[tuple[str, str]] = []
     for section, paragraph in _paragraphs(doc.text):
         for piece in _split_long(paragraph, max_tokens) if _budget_tokens(paragraph) > max_tokens else [paragraph]:
-            joined = f"{packed[-1][1]}{PARAGRAPH_BREAK}{piece}" if packed else ""
-            if packed and packed[-1][0] == section and _budget_tokens(joined) <= max_tokens:
-                packed[-1] = (section, joined)
-            else:
-                packed.append((section, piece))
+            if packed and packed[-1][0] == section:
+                joined = f"{packed[-1][1]}{PARAGRAPH_BREAK}{piece}"
+                if _budget_tokens(joined) <= max_tokens:
+                    packed[-1] = (section, joined)
+                    continue
+            packed.append((section, piece))
     chunks: list[Chunk] = []
     previous = ""
     for position, (section, text) in enumerate(packed):

@@ -274,11 +274,11 @@ def is_heading_line(line: str, next_line: str) -> bool:
     """A short line with no closing punctuation, not ending on a function word, before a line that starts like a
     sentence (a capital or a digit): a heading. A line wrapped mid-sentence (a PDF's, a text file's) is long, ends
     on a word like "to" or "the", or goes on in lower case, so it stays."""
-    words_ = line.split()
+    line_words = line.split()
     return (
-        0 < len(words_) <= MAX_HEADING_WORDS
+        0 < len(line_words) <= MAX_HEADING_WORDS
         and not _LINE_END.search(line)
-        and words_[-1].lower() not in STOPWORDS
+        and line_words[-1].lower() not in STOPWORDS
         and (next_line[:1].isupper() or next_line[:1].isdigit())
     )
 
