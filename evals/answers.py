@@ -622,13 +622,6 @@ def summarize_run(out_dir: str | Path, case_ids: Iterable[str]) -> dict[str, Any
 # --- the run --------------------------------------------------------------------------------------
 
 
-def _eval_collection(docs_path: Path, chunk_tokens: int) -> str:
-    """The collection `eval answers` and `eval retrieval` ingest a corpus into (one per content and chunk size)."""
-    from reground.evals.retrieval import collection_name
-
-    return collection_name(docs_path, chunk_tokens)
-
-
 def _check_config(out_dir: Path, config: dict[str, Any]) -> None:
     """A rerun must use the same cases and models, or finished rows would mix with others."""
     path = out_dir / "config.json"
@@ -738,11 +731,16 @@ def run_answers_eval(
             f"only with a gold answer={not all_cases}, limit={limit}): choose other filters or another cases file"
         )
     scope_field = _case_scope_field(selected, docs_path, case_scope)
+    eval_collection = None
+    if store is None and any(n != "no_retrieval" for n in names):
+        # The same collection as `reground eval retrieval` (one per corpus content and chunk size).
+        from reground.evals.retrieval import collection_name
+
+        eval_collection = collection_name(docs_path, chunk_tokens)
     config = {
         "docs": shown_path(docs_path),
         # The store's collection (`eval calibrate --for-collection` calibrates for it); a caller's store: its context's.
-        "collection": (context_overrides or {}).get("collection")
-        or (_eval_collection(docs_path, chunk_tokens) if store is None else None),
+        "collection": eval_collection or (context_overrides or {}).get("collection"),
         "cases": shown_path(cases_path),
         "limit": limit,
         "seed": seed,
@@ -760,12 +758,11 @@ def run_answers_eval(
     _check_config(out, config)
 
     base_context: dict[str, Any] = {"chat_model": chat_model_spec, **dict(context_overrides or {})}
-    if store is None and any(n != "no_retrieval" for n in names):
-        # The same collection as `reground eval retrieval` (one per corpus content and chunk size).
+    if eval_collection:
         from reground.evals.retrieval import open_eval_store
 
         store = open_eval_store(docs_path, data_dir=data_dir, max_tokens=chunk_tokens)
-        base_context["collection"] = _eval_collection(docs_path, chunk_tokens)
+        base_context["collection"] = eval_collection
     model = chat_model if chat_model is not None else load_eval_model(chat_model_spec)
     if data_dir:
         base_context["data_dir"] = str(data_dir)
