@@ -476,6 +476,15 @@ class Context(EnvSettings):
             "evidence (the answer's hint, the relevance anchor and the extractive refinement)."
         ),
     )
+    evidence_dialogue_weight: float = Field(
+        default=0.5,
+        ge=0.0,
+        description=(
+            "Weight of a follow-up's MiniLM cosine with the question read in its dialogue, beside its own, when "
+            "passage sentences are ranked as evidence (only for a follow-up that depends on the dialogue). On "
+            "doc2dial dev it lifts the graph's LLM-free reply token F1 on those 1,068 follow-ups from 0.257 to 0.264."
+        ),
+    )
     relevance_refinement: Literal["extractive", "llm"] = Field(
         default="extractive",
         description=(

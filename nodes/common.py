@@ -89,6 +89,7 @@ def evidence_for(state: State, passages: Sequence[Passage], env: NodeEnv) -> lis
         dialogue_query=history_query(state["question"], history, env.context.history_token_budget)
         if depends_on_dialogue(state["question"], bool(history))
         else "",
+        dialogue_weight=env.context.evidence_dialogue_weight,
     )
 
 

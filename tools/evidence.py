@@ -19,7 +19,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -95,12 +95,16 @@ def rank_evidence(
     sentence_vectors: np.ndarray | None = None,
     question_vector: np.ndarray | None = None,
     dense_weight: float = 1.0,
+    dialogue_vector: np.ndarray | None = None,
+    dialogue_weight: float = 0.0,
 ) -> list[Evidence]:
     """Every passage sentence scored against the question, best first (ties: earlier passage first).
 
     The lexical part is the IDF-weighted share of the question's content words a sentence contains, in
     [0, 1]; the dense part is the cosine of unit vectors, if both vectors are given (one row per sentence of
-    `passage_sentences`, the question's vector).
+    `passage_sentences`, the question's vector). With the vector of the question read in its dialogue, each
+    sentence's cosine with it is kept (`dense_dialogue`) and adds `dialogue_weight` of itself to the score: a
+    follow-up ("and is any of it paid?") says little on its own.
     """
     sentences = passage_sentences(passages)
     if not sentences:
@@ -113,15 +117,20 @@ def rank_evidence(
     total = sum(idf.values())
     lexical = [sum(w for t, w in idf.items() if t in bag) / total if total else 0.0 for bag in bags]
     dense = [0.0] * n
-    if sentence_vectors is not None and question_vector is not None and len(sentence_vectors) == n:
-        dense = [float(x) for x in np.asarray(sentence_vectors) @ np.asarray(question_vector)]
+    dialogue = [0.0] * n
+    if sentence_vectors is not None and len(sentence_vectors) == n:
+        if question_vector is not None:
+            dense = [float(x) for x in np.asarray(sentence_vectors) @ np.asarray(question_vector)]
+        if dialogue_vector is not None:
+            dialogue = [float(x) for x in np.asarray(sentence_vectors) @ np.asarray(dialogue_vector)]
     ranked = [
         Evidence(
             text=text,
             passage=number,
-            score=lexical[i] + dense_weight * dense[i],
+            score=lexical[i] + dense_weight * dense[i] + dialogue_weight * dialogue[i],
             lexical=lexical[i],
             dense=dense[i],
+            dense_dialogue=dialogue[i],
             order=i,
         )
         for i, (number, text) in enumerate(sentences)
@@ -187,9 +196,11 @@ def turn_evidence(
     rewritten: bool = False,
     dense_weight: float = 1.0,
     dialogue_query: str = "",
+    dialogue_weight: float = 0.0,
 ) -> list[Evidence]:
     """The passage sentences closest to a turn's question: its words (plus, for a follow-up that was not rewritten,
-    the user's previous message) and its vector. Sentences the previous reply already said are left out: they are
+    the user's previous message), its vector and, given `dialogue_query`, the vector of the question read in its
+    dialogue (weighted `dialogue_weight`). Sentences the previous reply already said are left out: they are
     not the answer to a follow-up. `embed` maps texts to unit vectors (the retriever's cached MiniLM); the
     sentences' vectors come from the store when it kept them at ingest, so a turn embeds at most the question."""
     lexical_query = question
@@ -209,10 +220,10 @@ def turn_evidence(
         sentence_vectors=np.asarray(rows),
         question_vector=vectors[0],
         dense_weight=dense_weight,
+        # The question read with its dialogue: the support signal's second view, and a part of the ranking.
+        dialogue_vector=vectors[1] if dialogue else None,
+        dialogue_weight=dialogue_weight,
     )
-    if dialogue:  # how close each sentence is to the question read with its dialogue (the support signal's 2nd view)
-        by_text = dict(zip([t for texts in per_passage for t in texts], np.asarray(rows) @ vectors[1], strict=False))
-        ranked = [replace(e, dense_dialogue=float(by_text.get(e.text, 0.0))) for e in ranked]
     said = previous_reply(history)
     return [e for e in ranked if not repeats(e.text, said)]
 
