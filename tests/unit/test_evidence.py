@@ -36,6 +36,19 @@ def test_dense_vectors_break_a_lexical_tie() -> None:
     assert ranked[0].passage == 2 and ranked[0].dense == 1.0
 
 
+def test_a_follow_up_is_ranked_with_its_dialogue_reading_only_when_weighted() -> None:
+    docs = passages("Alpha beta gamma delta.", "Alpha beta epsilon zeta.")
+    question_vector = np.array([0.6, 0.8])  # the follow-up alone leans to the first sentence
+    dialogue_vector = np.array([1.0, 0.0])  # read in its dialogue, it is about the second
+    sentence_vectors = np.array([[0.0, 1.0], [1.0, 0.0]])
+    kwargs = {"sentence_vectors": sentence_vectors, "question_vector": question_vector}
+    alone = rank_evidence("alpha beta", docs, **kwargs, dialogue_vector=dialogue_vector)
+    assert alone[0].passage == 1, "weight 0 keeps the dialogue reading out of the score"
+    assert sorted((e.passage, e.dense_dialogue) for e in alone) == [(1, 0.0), (2, 1.0)], "but keeps its cosines"
+    read = rank_evidence("alpha beta", docs, **kwargs, dialogue_vector=dialogue_vector, dialogue_weight=0.5)
+    assert read[0].passage == 2 and read[0].score == read[0].lexical + read[0].dense + 0.5 * 1.0
+
+
 def test_short_fragments_are_not_evidence() -> None:
     assert rank_evidence("anything", passages("Yes. No.")) == []
 
