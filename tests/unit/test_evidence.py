@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from reground.tools.evidence import extractive_answer, rank_evidence, relevance_parts, repeats, sentence_spans
 from reground.tools.types import Passage
 
@@ -46,7 +47,7 @@ def test_a_follow_up_is_ranked_with_its_dialogue_reading_only_when_weighted() ->
     assert alone[0].passage == 1, "weight 0 keeps the dialogue reading out of the score"
     assert sorted((e.passage, e.dense_dialogue) for e in alone) == [(1, 0.0), (2, 1.0)], "but keeps its cosines"
     read = rank_evidence("alpha beta", docs, **kwargs, dialogue_vector=dialogue_vector, dialogue_weight=0.5)
-    assert read[0].passage == 2 and read[0].score == read[0].lexical + read[0].dense + 0.5 * 1.0
+    assert read[0].passage == 2 and read[0].score == pytest.approx(read[0].lexical + read[0].dense + 0.5 * 1.0)
 
 
 def test_short_fragments_are_not_evidence() -> None:
