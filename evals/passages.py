@@ -6,9 +6,9 @@
 `eval answers` compares "gold document in the 3 passages" on 100 cases, where one case is 0.01. Here the graph
 runs every case that has a gold answer with a scripted model (no LLM: a follow-up whose retrieval is unsure keeps
 its question unrewritten, and replies are extracted, as by default; their token F1 against the human reply is
-recorded too), and history RAG's retrieval (question plus
-the last ~100 tokens of dialogue, top 3, `evals/baselines.py`) runs on the same cases, so the two are compared on
-thousands of cases with no model noise. Writes summary.json and one row per case.
+recorded too), and history RAG's retrieval (question plus the last ~100 tokens of dialogue, top 3,
+`evals/baselines.py`) runs on the same cases, so the two are compared on thousands of cases with no model noise.
+Writes summary.json and one row per case.
 """
 
 from __future__ import annotations
