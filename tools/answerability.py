@@ -14,6 +14,7 @@ Three measured signals decide between answering, abstaining and asking back (MTR
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ from reground.tools.lexical import lexical_tokens
 # A definite or demonstrative reference: the determiner, its first word, and the capitalised words that continue a
 # name ("the actor", "this county", "the Prime Minister", "the New York county" -> "the New York").
 _REFERENCE = re.compile(r"\b((?i:this|that|these|those|the))\s+([A-Za-z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)")
+# "I" and its contractions are capitalised but never a name ("don't do that I'll get insurance").
+_FIRST_PERSON = re.compile(r"^I(?:['’](?:ll|m|ve|d))?$")
 
 
 @dataclass(frozen=True)
@@ -38,10 +41,12 @@ class Reading:
 
 
 # Words that only make sense with the conversation: their presence (or a very short question) makes a question a
-# follow-up (worth a rewrite call, and read with its dialogue when its support is measured).
+# follow-up (worth a rewrite call, and read with its dialogue when its support is measured). Pronouns, and the
+# additive words that continue what was said ("also", "else", "more", "another": "where can I find more info?"
+# means more about the topic at hand, never a new one).
 _ANAPHORA = re.compile(
     r"\b(it|its|it's|that|this|these|those|they|them|their|there|he|she|him|her|his|one|ones|"
-    r"same|such|above|mentioned|former|latter|also|too|else|instead|then|so)\b",
+    r"same|such|above|mentioned|former|latter|also|too|else|instead|then|so|more|another|other|again)\b",
     re.IGNORECASE,
 )
 _MIN_STANDALONE_WORDS = 6
@@ -78,7 +83,9 @@ def unresolved_references(question: str, history: Sequence[Mapping[str, str]]) -
     said = set(lexical_tokens(" ".join(str(turn.get("text", "")) for turn in history)))
     found: list[str] = []
     for match in _REFERENCE.finditer(question):
-        words = match.group(2).split()
+        words = list(itertools.takewhile(lambda w: not _FIRST_PERSON.match(w), match.group(2).split()))
+        if not words:
+            continue
         if not words[0][0].isupper():
             words = words[:1]  # a common noun: the word after the determiner ("the policy give" -> "the policy")
         terms = lexical_tokens(" ".join(words))

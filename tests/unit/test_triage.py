@@ -184,6 +184,9 @@ def test_unresolved_references_are_the_ones_the_dialogue_never_named() -> None:
         "the role",
         "the Prime Minister",
     ]
+    # "I" is capitalised but never the name a reference continues with.
+    assert unresolved_references("Don't do that I'll get insurance", []) == []
+    assert unresolved_references("Is this REAL ID I've got valid?", []) == ["this REAL ID"]
 
 
 def test_only_a_question_that_reads_on_its_own_stands_alone() -> None:
@@ -195,6 +198,8 @@ def test_only_a_question_that_reads_on_its_own_stands_alone() -> None:
     assert not stands_alone("Tell me the questions I must answer.", history)  # which questions? the dialogue's
     assert not stands_alone("Is any of it paid?", history)  # a pronoun
     assert not stands_alone("And for part-time staff?", history)  # too short to stand alone
+    assert not stands_alone("Where can I find more info?", history)  # more of what was said
+    assert not stands_alone("Can I take another week of leave next year?", history)  # another, after one
 
 
 def test_a_follow_up_that_needs_its_dialogue_is_not_searched_as_a_new_topic(demo_store: tuple[Any, str]) -> None:
