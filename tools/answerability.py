@@ -43,7 +43,7 @@ class Reading:
 # Words that only make sense with the conversation: their presence (or a very short question) makes a question a
 # follow-up (worth a rewrite call, and read with its dialogue when its support is measured). Pronouns, and the
 # additive words that continue what was said ("also", "else", "more", "another": "where can I find more info?"
-# means more about the topic at hand, never a new one).
+# usually means more about the topic at hand).
 _ANAPHORA = re.compile(
     r"\b(it|its|it's|that|this|these|those|they|them|their|there|he|she|him|her|his|one|ones|"
     r"same|such|above|mentioned|former|latter|also|too|else|instead|then|so|more|another|other|again)\b",
@@ -53,8 +53,8 @@ _MIN_STANDALONE_WORDS = 6
 
 
 def depends_on_dialogue(question: str, has_history: bool) -> bool:
-    """Whether a question needs the dialogue to be understood: a short one or one with a pronoun does; a first
-    turn, or a long question without pronouns, stands alone."""
+    """Whether a question needs the dialogue to be understood: a short one, or one with a pronoun or an additive
+    word ("more", "another"), does; a first turn, or a longer question without them, stands alone."""
     if not has_history:
         return False
     words = question.split()
