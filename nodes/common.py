@@ -90,6 +90,7 @@ def evidence_for(state: State, passages: Sequence[Passage], env: NodeEnv) -> lis
         if depends_on_dialogue(state["question"], bool(history))
         else "",
         dialogue_weight=env.context.evidence_dialogue_weight,
+        continuity_weight=env.context.evidence_continuity_weight,
     )
 
 

@@ -13,6 +13,11 @@ question's cosine with the sentence (MiniLM). On that dev sample the dense part 
 from 0.286 to 0.317 and the correlation from 0.43 to 0.55; weights 0.5-2 all did about as well. A follow-up that
 depends on the dialogue also counts half its cosine with the question read in its dialogue (`dialogue_weight`):
 reply F1 on such doc2dial dev follow-ups 0.257 -> 0.264 (evals/README.md).
+
+A follow-up's answer usually comes next in the document: a sentence that follows the previous reply's sentence in
+the same section gains up to `continuity_weight`, fading over the next `CONTINUITY_WINDOW` sentences (doc2dial dev:
+the next human reply is grounded 1-3 spans after the previous one in 30% of same-document follow-ups; reply F1 on
+all 2,456 dev cases 0.2844 -> 0.2877, evals/README.md, "Continuity").
 """
 
 from __future__ import annotations
@@ -41,6 +46,13 @@ MIN_SENTENCE_WORDS = 3
 LIST_ITEMS = 5
 # An answer whose words are mostly the previous reply's (ROUGE-L precision) repeats it.
 REPEAT_PRECISION = 0.8
+# Continuity: a passage sentence is where the previous reply came from when it restates one of the reply's sentences
+# at this token F1 or more (a verbatim extracted reply scores 1; doc2dial's human replies paraphrase their span);
+# the sentences after it gain a bonus that fades to nothing over this many sentences. A longer previous reply
+# gathers from several places (MTRAG-UN's written replies), so nothing comes "next": it gives no continuity.
+CONTINUITY_MATCH = 0.5
+CONTINUITY_WINDOW = 8
+CONTINUITY_MAX_REPLY_SENTENCES = 2
 
 
 @dataclass(frozen=True)
@@ -54,6 +66,7 @@ class Evidence:
     dense: float
     dense_dialogue: float = 0.0  # cosine with the question in its dialogue (the history query), when one was given
     order: int = 0  # the sentence's place in the passages (passage by passage, in reading order)
+    continuity: float = 0.0  # in [0, 1]: 1 right after the previous reply's sentence, fading (before weighting)
 
 
 def _normalised(text: str) -> str:
@@ -90,6 +103,54 @@ def passage_sentences(passages: Sequence[Passage]) -> list[tuple[int, str]]:
     ]
 
 
+def word_overlap(question: str, texts: Sequence[str]) -> list[float]:
+    """Per text, the IDF-weighted share of the question's content words it contains, in [0, 1] (IDF over the texts,
+    so words every text shares count little)."""
+    bags = [set(lexical_tokens(text)) for text in texts]
+    df = Counter(term for bag in bags for term in bag)
+    n = len(bags)
+    terms = set(lexical_tokens(question))
+    idf = {t: math.log(1 + n / df[t]) if df[t] else math.log(1 + n) for t in terms}
+    total = sum(idf.values())
+    return [sum(w for t, w in idf.items() if t in bag) / total if total else 0.0 for bag in bags]
+
+
+def continuity(passages: Sequence[Passage], previous_reply: str) -> list[float]:
+    """Per sentence of `passage_sentences`, how closely it follows the sentence the previous reply came from: 1 for
+    the next sentence, fading linearly to 0 after `CONTINUITY_WINDOW`, counted across the boundary into the next
+    chunk of the same document, never across a section heading; 0 everywhere when no sentence restates the reply or
+    the reply has more than `CONTINUITY_MAX_REPLY_SENTENCES` sentences."""
+    # (passage number, chunk's document, position, section, index in the chunk) of every sentence, in reading order
+    places = [
+        (number, p["doc_id"], p.get("position", -1), p.get("section", ""), index)
+        for number, p in enumerate(passages, start=1)
+        for index, _ in enumerate(text_sentences(p["text"]))
+    ]
+    counts = Counter(place[0] for place in places)
+    texts = [sentence for _, sentence in passage_sentences(passages)]
+    anchors: set[int] = set()
+    parts = text_sentences(previous_reply) or ([previous_reply] if previous_reply.strip() else [])
+    for part in parts if len(parts) <= CONTINUITY_MAX_REPLY_SENTENCES else []:
+        matches = [token_f1(text, part) for text in texts]
+        if matches and max(matches) >= CONTINUITY_MATCH:
+            anchors.add(matches.index(max(matches)))
+    bonus = [0.0] * len(places)
+    for anchor in anchors:
+        number, doc, position, section, index = places[anchor]
+        for i, (_, other_doc, other_position, other_section, other_index) in enumerate(places):
+            if other_doc != doc or other_section != section:
+                continue
+            if other_position == position:
+                steps = other_index - index
+            elif other_position == position + 1:
+                steps = counts[number] - index + other_index
+            else:
+                continue
+            if 1 <= steps <= CONTINUITY_WINDOW:
+                bonus[i] = max(bonus[i], 1.0 - (steps - 1) / CONTINUITY_WINDOW)
+    return bonus
+
+
 def rank_evidence(
     question: str,
     passages: Sequence[Passage],
@@ -99,6 +160,8 @@ def rank_evidence(
     dense_weight: float = 1.0,
     dialogue_vector: np.ndarray | None = None,
     dialogue_weight: float = 0.0,
+    previous_reply: str = "",
+    continuity_weight: float = 0.0,
 ) -> list[Evidence]:
     """Every passage sentence scored against the question, best first (ties: earlier passage first).
 
@@ -106,18 +169,15 @@ def rank_evidence(
     [0, 1]; the dense part is the cosine of unit vectors, if both vectors are given (one row per sentence of
     `passage_sentences`, the question's vector). With the vector of the question read in its dialogue, each
     sentence's cosine with it is kept (`dense_dialogue`) and adds `dialogue_weight` of itself to the score: a
-    follow-up ("and is any of it paid?") says little on its own.
+    follow-up ("and is any of it paid?") says little on its own. With the previous reply, a sentence that follows
+    the one it came from adds `continuity_weight` x its `continuity`.
     """
     sentences = passage_sentences(passages)
     if not sentences:
         return []
-    bags = [set(lexical_tokens(text)) for _, text in sentences]
-    df = Counter(term for bag in bags for term in bag)
-    n = len(bags)
-    terms = set(lexical_tokens(question))
-    idf = {t: math.log(1 + n / df[t]) if df[t] else math.log(1 + n) for t in terms}
-    total = sum(idf.values())
-    lexical = [sum(w for t, w in idf.items() if t in bag) / total if total else 0.0 for bag in bags]
+    n = len(sentences)
+    lexical = word_overlap(question, [text for _, text in sentences])
+    following = continuity(passages, previous_reply) if previous_reply and continuity_weight else [0.0] * n
     dense = [0.0] * n
     dialogue = [0.0] * n
     if sentence_vectors is not None and len(sentence_vectors) == n:
@@ -129,11 +189,15 @@ def rank_evidence(
         Evidence(
             text=text,
             passage=number,
-            score=lexical[i] + dense_weight * dense[i] + dialogue_weight * dialogue[i],
+            score=lexical[i]
+            + dense_weight * dense[i]
+            + dialogue_weight * dialogue[i]
+            + continuity_weight * following[i],
             lexical=lexical[i],
             dense=dense[i],
             dense_dialogue=dialogue[i],
             order=i,
+            continuity=following[i],
         )
         for i, (number, text) in enumerate(sentences)
     ]
@@ -199,12 +263,15 @@ def turn_evidence(
     dense_weight: float = 1.0,
     dialogue_query: str = "",
     dialogue_weight: float = 0.0,
+    continuity_weight: float = 0.0,
 ) -> list[Evidence]:
     """The passage sentences closest to a turn's question: its words (plus, for a follow-up that was not rewritten,
     the user's previous message), its vector and, given `dialogue_query`, the vector of the question read in its
-    dialogue (weighted `dialogue_weight`). Sentences the previous reply already said are left out: they are
-    not the answer to a follow-up. `embed` maps texts to unit vectors (the retriever's cached MiniLM); the
-    sentences' vectors come from the store when it kept them at ingest, so a turn embeds at most the question."""
+    dialogue (weighted `dialogue_weight`), and how closely they follow the previous reply (`continuity_weight`).
+    Sentences the previous reply already said are left out, unless the question asks for one again
+    (`asked_again`): they are not the answer to a follow-up. `embed` maps texts to unit vectors (the retriever's
+    cached MiniLM); the sentences' vectors come from the store when it kept them at ingest, so a turn embeds at most
+    the question."""
     lexical_query = question
     if not rewritten:
         previous_user = next((str(t["text"]) for t in reversed(history) if t.get("role") == "user"), "")
@@ -216,6 +283,7 @@ def turn_evidence(
     dialogue = [dialogue_query] if dialogue_query and dialogue_query != question else []
     vectors, per_passage_rows = sentence_vectors(embed, [question, *dialogue], passages, per_passage)
     rows = [row for passage_rows in per_passage_rows for row in passage_rows]
+    said = previous_reply(history)
     ranked = rank_evidence(
         lexical_query,
         passages,
@@ -225,9 +293,22 @@ def turn_evidence(
         # The question read with its dialogue: the support signal's second view, and a part of the ranking.
         dialogue_vector=vectors[1] if dialogue else None,
         dialogue_weight=dialogue_weight,
+        previous_reply=said,
+        continuity_weight=continuity_weight,
     )
-    said = previous_reply(history)
-    return [e for e in ranked if not repeats(e.text, said)]
+    again = asked_again(question, ranked)
+    return [e for e in ranked if e.order == again or not repeats(e.text, said)]
+
+
+def asked_again(question: str, evidence: Sequence[Evidence]) -> int | None:
+    """The `order` of the one sentence holding every content word of the question itself ("what about partner
+    leave?" after the reply that named partner leave), if exactly one does: what the user asks about by name, even
+    if the previous reply said it (else the follow-up would be answered with an unrelated sentence)."""
+    if not lexical_tokens(question):
+        return None
+    overlap = word_overlap(question, [e.text for e in evidence])
+    complete = [e.order for e, share in zip(evidence, overlap, strict=True) if share >= 1.0 - 1e-9]
+    return complete[0] if len(complete) == 1 else None
 
 
 def quoted_verbatim(answer: str, texts: Sequence[str]) -> bool:
@@ -261,8 +342,9 @@ def relevance_parts(answer: str, evidence: Sequence[Evidence], previous_reply: s
     `anchor`: token F1 of a sentence of the answer against the best evidence sentence (an answer to this question
     restates it); `elsewhere`: that sentence's best token F1 against any other passage sentence (an answer that
     restates another sentence better answers another question: the carry-over rule for "how many days do I get");
-    `novel`: 0 if the answer repeats the previous reply. Per sentence, max(0, anchor - max(0, elsewhere - anchor));
-    `relevance` = the best sentence's value x novel (a second sentence that adds context costs nothing).
+    `novel`: 0 if the answer repeats the previous reply (and the best evidence does not). Per sentence,
+    max(0, anchor - max(0, elsewhere - anchor)); `relevance` = the best sentence's value x novel (a second sentence
+    that adds context costs nothing).
     """
     text = strip_citations(answer)
     evidence = answer_sentences(evidence)
@@ -273,7 +355,9 @@ def relevance_parts(answer: str, evidence: Sequence[Evidence], previous_reply: s
         anchor = token_f1(part, evidence[0].text)
         elsewhere = max((token_f1(part, e.text) for e in evidence[1:]), default=0.0)
         best = max(best, (max(0.0, anchor - max(0.0, elsewhere - anchor)), anchor, elsewhere))
-    novel = 0.0 if repeats(text, previous_reply) else 1.0
+    # Saying the previous reply again answers nothing new, unless the question asks for it again (`asked_again` kept
+    # that sentence as the best evidence).
+    novel = 0.0 if repeats(text, previous_reply) and not repeats(evidence[0].text, previous_reply) else 1.0
     score, anchor, elsewhere = best
     return {
         "anchor": round(anchor, 4),

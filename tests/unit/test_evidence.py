@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from reground.tools.evidence import extractive_answer, rank_evidence, relevance_parts, repeats, sentence_spans
+from reground.tools.evidence import (
+    asked_again,
+    continuity,
+    extractive_answer,
+    rank_evidence,
+    relevance_parts,
+    repeats,
+    sentence_spans,
+)
 from reground.tools.types import Passage
 
 LEAVE = (
@@ -162,3 +170,59 @@ def test_a_line_wrapped_mid_sentence_is_not_a_heading() -> None:
     assert extractive_answer(rank_evidence("Is the allowance paid monthly?", passages(lower)))[0] == (
         "The allowance is paid monthly and taxed as salary."
     )
+
+
+def chunk(doc_id: str, position: int, text: str, section: str = "") -> Passage:
+    return Passage(
+        chunk_id=f"{doc_id}-{position}", doc_id=doc_id, title="", section=section, url="", position=position,
+        text=text, metadata={},
+    )  # fmt: skip
+
+
+def test_continuity_favours_what_follows_the_previous_reply_in_its_document_and_section() -> None:
+    said = "Each parent can take up to three years of leave."
+    docs = [
+        chunk("parental", 2, f"{said} Register it seven weeks ahead. The state pays an allowance."),
+        chunk("parental", 3, "The partner gets four paid weeks."),  # the next chunk, same section
+        chunk("parental", 4, "Part-time work is allowed.", section="Part-time"),  # another section
+        chunk("travel", 3, "Book trains in second class."),  # another document
+    ]
+    bonus = continuity(docs, said)
+    assert bonus[0] == 0.0, "the sentence said is not its own continuation"
+    assert bonus[1] == 1.0 and 0.0 < bonus[3] < bonus[2] < 1.0, "the next sentences, fading, across the chunk end"
+    assert bonus[4] == 0.0 and bonus[5] == 0.0, "never across a section heading or into another document"
+    assert continuity(docs, "Something nobody wrote in any passage here.") == [0.0] * 6
+    long_reply = f"{said} It is long. It gathers many places. From all over."
+    assert continuity(docs, long_reply) == [0.0] * 6, "a reply of many sentences has no single place to follow"
+
+
+def test_continuity_moves_a_follow_up_to_the_sentence_after_the_previous_reply_only_when_weighted() -> None:
+    said = "Each parent can take up to three years of leave."
+    docs = [
+        chunk("parental", 0, f"{said} The state pays an allowance."),
+        chunk("partner", 0, "Partners get paid weeks."),
+    ]
+    question = "And is any of it paid?"
+    vectors = {
+        "sentence_vectors": np.array([[1.0, 0.0], [0.0, 1.0], [0.9, 0.1]]),
+        "question_vector": np.array([0, 1.0]),
+    }
+    assert rank_evidence(question, docs, **vectors, previous_reply=said)[0].passage == 2, "weight 0: as before"
+    ranked = rank_evidence(question, docs, **vectors, previous_reply=said, continuity_weight=0.5)
+    assert ranked[0].text == "The state pays an allowance." and ranked[0].continuity == 1.0
+
+
+def test_a_sentence_the_question_names_is_asked_again_only_if_no_other_sentence_holds_its_words() -> None:
+    evidence = rank_evidence("What about partner leave?", passages(LEAVE, "Partner leave is four weeks at full pay."))
+    (partner,) = [e for e in evidence if "Partner" in e.text]
+    assert asked_again("What about partner leave?", evidence) == partner.order
+    assert asked_again("And the relocation bonus?", evidence) is None, "no sentence holds its words"
+    two = rank_evidence("carry over days", passages(LEAVE, "Days carry over at year end."))
+    assert asked_again("carry over days", two) is None, "two sentences hold every word: the new one can answer"
+
+
+def test_repeating_the_previous_reply_is_relevant_when_the_question_asks_for_it_again() -> None:
+    previous = "Partner leave is four weeks at full pay."
+    evidence = rank_evidence("What about partner leave?", passages(LEAVE, previous))
+    assert evidence[0].text == previous
+    assert relevance_parts(previous, evidence, previous_reply=previous)["novel"] == 1.0

@@ -334,3 +334,21 @@ def test_a_change_of_subject_is_answered_from_its_own_document(demo_store: tuple
     assert second["reground_attempts"] == 1 and model.calls == [], "one LLM-free re-grounding"
     kept = [p["doc_id"] for p in second["passages"]]
     assert kept[0] == "travel-expenses" and kept[-1] == "parental-leave-de", "the conversation's best passage stays"
+
+
+def test_a_follow_up_naming_what_was_just_said_gets_it_again_not_an_unrelated_sentence(
+    demo_store: tuple[Any, str],
+) -> None:
+    """`reground chat`: "What about partner leave?" right after the partner-leave sentence was said got the first
+    turn's Elternzeit sentence (the repeat filter had removed the only sentence about partner leave), and passed."""
+    store, data_dir = demo_store
+    graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
+    context = Context(collection="demo", data_dir=data_dir, metadata_filter={"country": "DE"})
+    partner = "The second parent receives 4 weeks of paid partner leave"
+    _, second, third = turns(
+        graph, context, "How long is parental leave?", "Tell me about partner leave.", "What about partner leave?"
+    )
+    assert partner in second["answer"], second["answer"]
+    assert partner in third["answer"] and third["passed"], third["answer"]
+    assert "3 years" not in third["answer"]
+    assert [c["doc_id"] for c in third["citations"]] == ["parental-leave-de"]
