@@ -12,13 +12,13 @@ from reground.graph.context import Context
 from reground.graph.state import Citation, Draft, State, TurnResult
 from reground.nodes.common import NodeEnv
 from reground.prompts import answer as answer_prompts
+from reground.tools.evidence import sentence_spans, strip_citations, text_sentences
 from reground.tools.injection import unsupported_contacts
 from reground.tools.lexical import lexical_tokens
 from reground.tools.scoring import squad_tokens
 from reground.tools.types import Passage
 
 _CITED = re.compile(r"\[(\d{1,2})\]")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 def passes_checks(draft: Draft, context: Context) -> bool:
@@ -73,14 +73,31 @@ def reply_kind(draft: Draft | None, passed: bool) -> str:
     return draft["kind"] if draft["kind"] in ("partial", "clarify") else "answer"
 
 
+MAX_QUOTE_CHARS = 600
+
+
 def best_quote(passage: Passage, answer: str) -> str:
-    """The passage sentence sharing most words with the answer (what the citation vouches for)."""
-    answer_tokens = set(squad_tokens(answer))
-    parts = [s.strip() for s in _SENTENCE.split(passage["text"]) if s.strip()]
-    if not parts:
-        return passage["text"][:300]
-    best = max(parts, key=lambda s: len(answer_tokens & set(squad_tokens(s))))
-    return best[:300]
+    """What the citation vouches for: per sentence of the answer, the passage sentence sharing most words with it
+    (at least half of them); the passage's text from the first of them to the last (a two-sentence answer quotes
+    both, not only the longer one), or the best one alone if that stretch is long."""
+    text = passage["text"]
+    spans = sentence_spans(text)
+    if not spans:
+        return text[:MAX_QUOTE_CHARS]
+    picked: list[tuple[int, int, str]] = []
+    for part in text_sentences(strip_citations(answer)) or [answer]:
+        tokens = set(squad_tokens(part))
+        best = max(spans, key=lambda span: len(tokens & set(squad_tokens(span[2]))))
+        # A sentence of the answer that another passage holds matches none here (half its words at least).
+        if 2 * len(tokens & set(squad_tokens(best[2]))) >= len(tokens) > 0 and best not in picked:
+            picked.append(best)
+    if not picked:
+        return text[spans[0][0] : spans[0][1]].strip()[:MAX_QUOTE_CHARS]
+    start, end = min(span[0] for span in picked), max(span[1] for span in picked)
+    if end - start > MAX_QUOTE_CHARS:
+        whole = set(squad_tokens(answer))
+        start, end, _ = max(picked, key=lambda span: len(whole & set(squad_tokens(span[2]))))
+    return text[start:end].strip()[:MAX_QUOTE_CHARS]
 
 
 def supporting_passages(answer: str, passages: Sequence[Passage], min_share: float = 0.5) -> list[int]:

@@ -77,7 +77,8 @@ def print_result(result: dict[str, Any], *, out: Any = None) -> None:
     print(f"\n{result['answer']}\n", file=out)
     for c in result.get("citations", []):
         url = f" <{c['url']}>" if c.get("url") else ""
-        print(f"  [{c['number']}] {c['title']}{url}\n      \u201c{c['quote']}\u201d", file=out)
+        quote = " ".join(c["quote"].split())  # on one line, as the reply is
+        print(f"  [{c['number']}] {c['title']}{url}\n      \u201c{quote}\u201d", file=out)
     scores = f"groundedness {result['groundedness']:.2f}, relevance {result.get('relevance', 0.0):.2f}"
     if result.get("refine_iterations"):
         # ProMiSe's lexical proxies matter to a reader only where they drove a refinement; on a quoted reply they

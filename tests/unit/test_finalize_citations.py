@@ -58,3 +58,18 @@ def test_no_markers_and_no_verdicts_cite_the_passages_that_hold_the_answer() -> 
 def test_an_answer_no_passage_holds_gets_no_citation() -> None:
     assert citations_for("Please ask your manager about the team's rota.", PASSAGES, helpful=[]) == []
     assert supporting_passages("", PASSAGES) == []
+
+
+def test_a_two_sentence_answer_quotes_both_of_its_sentences_and_nothing_else() -> None:
+    """The demo's third turn quoted only the longer of its two sentences, not the 31 March rule it answered with."""
+    text = (
+        "You can carry over up to 5 unused days.\n\nCarried-over days expire on 31 March. If you were ill, they "
+        "stay available for 15 months.\n\nSubmit requests in the portal."
+    )
+    passage: Any = {**PASSAGES[0], "text": text}
+    answer = "Carried-over days expire on 31 March. If you were ill, they stay available for 15 months."
+    (cited,) = citations_for(answer, [passage], helpful=[1])
+    assert cited["quote"] == "Carried-over days expire on 31 March. If you were ill, they stay available for 15 months."
+    assert cited["quote"] in text
+    (single,) = citations_for("Carried-over days expire on 31 March.", [passage], helpful=[1])
+    assert single["quote"] == "Carried-over days expire on 31 March."
