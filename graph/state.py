@@ -58,6 +58,7 @@ class EvidenceItem(TypedDict):
     dense: float
     dense_dialogue: float
     order: int
+    continuity: float  # how closely it follows the sentence the previous reply came from, in [0, 1]
 
 
 class ClarifyOption(TypedDict):

@@ -17,7 +17,7 @@ reply F1 on such doc2dial dev follow-ups 0.257 -> 0.264 (evals/README.md).
 A follow-up's answer usually comes next in the document: a sentence that follows the previous reply's sentence in
 the same section gains up to `continuity_weight`, fading over the next `CONTINUITY_WINDOW` sentences (doc2dial dev:
 the next human reply is grounded 1-3 spans after the previous one in 30% of same-document follow-ups; reply F1 on
-all 2,456 dev cases 0.2844 -> 0.2877, evals/README.md, "Continuity").
+all 2,456 dev cases 0.2844 -> 0.2881, evals/README.md, "Continuity").
 """
 
 from __future__ import annotations
@@ -121,13 +121,13 @@ def continuity(passages: Sequence[Passage], previous_reply: str) -> list[float]:
     chunk of the same document, never across a section heading; 0 everywhere when no sentence restates the reply or
     the reply has more than `CONTINUITY_MAX_REPLY_SENTENCES` sentences."""
     # (passage number, chunk's document, position, section, index in the chunk) of every sentence, in reading order
-    places = [
-        (number, p["doc_id"], p.get("position", -1), p.get("section", ""), index)
-        for number, p in enumerate(passages, start=1)
-        for index, _ in enumerate(text_sentences(p["text"]))
-    ]
+    places: list[tuple[int, str, int, str, int]] = []
+    texts: list[str] = []
+    for number, p in enumerate(passages, start=1):
+        for index, sentence in enumerate(text_sentences(p["text"])):
+            places.append((number, p["doc_id"], p.get("position", -1), p.get("section", ""), index))
+            texts.append(sentence)
     counts = Counter(place[0] for place in places)
-    texts = [sentence for _, sentence in passage_sentences(passages)]
     anchors: set[int] = set()
     parts = text_sentences(previous_reply) or ([previous_reply] if previous_reply.strip() else [])
     for part in parts if len(parts) <= CONTINUITY_MAX_REPLY_SENTENCES else []:
