@@ -194,6 +194,15 @@ def test_continuity_favours_what_follows_the_previous_reply_in_its_document_and_
     assert continuity(docs, "Something nobody wrote in any passage here.") == [0.0] * 6
     long_reply = f"{said} It is long. It gathers many places. From all over."
     assert continuity(docs, long_reply) == [0.0] * 6, "a reply of many sentences has no single place to follow"
+    short = [chunk("d", 0, "No need to register it. Then pay the fee.")]
+    assert continuity(short, "No") == [0.0, 0.0], "a reply under three words restates nothing"
+
+
+def test_after_a_question_the_sentence_it_came_from_continues_the_dialogue_too() -> None:
+    text = "If your vehicle is registered in New York, it must be insured. The plates follow it."
+    docs = [chunk("insurance", 0, text)]
+    assert continuity(docs, "Is your vehicle registered in New York?") == [1.0, 1.0]
+    assert continuity(docs, "Your vehicle is registered in New York.") == [0.0, 1.0], "a statement: only what follows"
 
 
 def test_continuity_moves_a_follow_up_to_the_sentence_after_the_previous_reply_only_when_weighted() -> None:
