@@ -17,8 +17,7 @@ reply F1 on such doc2dial dev follow-ups 0.257 -> 0.264 (evals/README.md).
 A follow-up's answer usually comes next in the document: a sentence that follows the previous reply's sentence in
 the same section gains up to `continuity_weight`, fading over the next `CONTINUITY_WINDOW` sentences (doc2dial dev:
 the next human reply is grounded 1-3 spans after the previous one in 30% of same-document follow-ups; reply F1 on
-all 2,456 dev cases 0.2844 -> 0.2881 (0.2884 re-scored with a question's own sentence), evals/README.md,
-"Continuity").
+all 2,456 dev cases 0.2844 -> 0.2888, evals/README.md, "Continuity").
 """
 
 from __future__ import annotations
@@ -133,7 +132,7 @@ def continuity(passages: Sequence[Passage], previous_reply: str) -> list[float]:
     # The sentence each sentence of the reply restates (a reply under three words, "No", restates nothing), and
     # whether the reply's sentence asks: after "Is your vehicle registered in New York?" and the user's "Yes", the
     # sentence the question came from answers ("If your vehicle is registered in New York, it must ..."), so it
-    # counts itself (doc2dial dev: reply F1 0.2877 -> 0.2884, both halves of the dialogues gain).
+    # counts itself (doc2dial dev, re-scored: reply F1 0.2877 -> 0.2884, both halves of the dialogues gain).
     anchors: dict[int, bool] = {}
     parts = text_sentences(previous_reply)
     for part in parts if len(parts) <= CONTINUITY_MAX_REPLY_SENTENCES else []:
