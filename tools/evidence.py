@@ -115,20 +115,24 @@ def word_overlap(question: str, texts: Sequence[str]) -> list[float]:
     return [sum(w for t, w in idf.items() if t in bag) / total if total else 0.0 for bag in bags]
 
 
-def continuity(passages: Sequence[Passage], previous_reply: str) -> list[float]:
+def continuity(
+    passages: Sequence[Passage], previous_reply: str, sentences: Sequence[tuple[int, str]] | None = None
+) -> list[float]:
     """Per sentence of `passage_sentences`, how closely it follows the sentence the previous reply came from: 1 for
     the next sentence (and for that sentence itself when the reply asked a question), fading linearly to 0 after
     `CONTINUITY_WINDOW`, counted across the boundary into the next chunk of the same document, never across a
     section heading; 0 everywhere when no sentence restates the reply or the reply has more than
-    `CONTINUITY_MAX_REPLY_SENTENCES` sentences."""
+    `CONTINUITY_MAX_REPLY_SENTENCES` sentences. `sentences`: the passages' `passage_sentences`, if already split."""
+    sentences = passage_sentences(passages) if sentences is None else sentences
+    texts = [text for _, text in sentences]
     # (passage number, chunk's document, position, section, index in the chunk) of every sentence, in reading order
+    counts = Counter(number for number, _ in sentences)
+    seen: Counter[int] = Counter()
     places: list[tuple[int, str, int, str, int]] = []
-    texts: list[str] = []
-    for number, p in enumerate(passages, start=1):
-        for index, sentence in enumerate(text_sentences(p["text"])):
-            places.append((number, p["doc_id"], p.get("position", -1), p.get("section", ""), index))
-            texts.append(sentence)
-    counts = Counter(place[0] for place in places)
+    for number, _ in sentences:
+        p = passages[number - 1]
+        places.append((number, p["doc_id"], p.get("position", -1), p.get("section", ""), seen[number]))
+        seen[number] += 1
     # The sentence each sentence of the reply restates (a reply under three words, "No", restates nothing), and
     # whether the reply's sentence asks: after "Is your vehicle registered in New York?" and the user's "Yes", the
     # sentence the question came from answers ("If your vehicle is registered in New York, it must ..."), so it
@@ -184,7 +188,7 @@ def rank_evidence(
         return []
     n = len(sentences)
     lexical = word_overlap(question, [text for _, text in sentences])
-    following = continuity(passages, previous_reply) if previous_reply and continuity_weight else [0.0] * n
+    following = continuity(passages, previous_reply, sentences) if previous_reply and continuity_weight else [0.0] * n
     dense = [0.0] * n
     dialogue = [0.0] * n
     if sentence_vectors is not None and len(sentence_vectors) == n:
