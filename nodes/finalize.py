@@ -91,12 +91,12 @@ def best_quote(passage: Passage, answer: str) -> str:
         # A sentence of the answer that another passage holds matches none here (half its words at least).
         if 2 * len(tokens & set(squad_tokens(best[2]))) >= len(tokens) > 0 and best not in picked:
             picked.append(best)
-    if not picked:
-        return text[spans[0][0] : spans[0][1]].strip()[:MAX_QUOTE_CHARS]
-    start, end = min(span[0] for span in picked), max(span[1] for span in picked)
-    if end - start > MAX_QUOTE_CHARS:
+    start, end = (min(span[0] for span in picked), max(span[1] for span in picked)) if picked else (0, len(text))
+    if end - start > MAX_QUOTE_CHARS or not picked:
+        # A long stretch, or an answer that restates no sentence closely (a written paraphrase): the one sentence
+        # sharing most words with the whole answer.
         whole = set(squad_tokens(answer))
-        start, end, _ = max(picked, key=lambda span: len(whole & set(squad_tokens(span[2]))))
+        start, end, _ = max(picked or spans, key=lambda span: len(whole & set(squad_tokens(span[2]))))
     return text[start:end].strip()[:MAX_QUOTE_CHARS]
 
 

@@ -73,3 +73,11 @@ def test_a_two_sentence_answer_quotes_both_of_its_sentences_and_nothing_else() -
     assert cited["quote"] in text
     (single,) = citations_for("Carried-over days expire on 31 March.", [passage], helpful=[1])
     assert single["quote"] == "Carried-over days expire on 31 March."
+
+
+def test_an_answer_restating_no_sentence_quotes_the_closest_not_the_passages_first() -> None:
+    text = "Carried-over days expire at the end of March. Submit requests in the portal."
+    passage: Any = {**PASSAGES[0], "text": text}
+    answer = "Days expire; submit in portal before the deadline arrives soon."
+    (cited,) = citations_for(answer, [passage], helpful=[1])
+    assert cited["quote"] == "Submit requests in the portal."
