@@ -46,6 +46,9 @@ DEFAULT_GROUNDEDNESS_WEIGHTS: Mapping[str, float] = MappingProxyType(
 # the 3rd percentile of the support of 439 answerable dev cases (MTRAG-UN dev and 300 doc2dial dev cases;
 # evals/results/calibration.json, evals/README.md "Ask, abstain or answer").
 DEFAULT_SUPPORT_THRESHOLD = 0.49
+# The most readings triage finds for an ambiguous reference (tools/answerability.readings(), its `limit`): a
+# clarify count above it could never be reached, so the context refuses one instead of silently never asking back.
+MAX_READINGS = 4
 ENV_PREFIX = "REGROUND_"
 
 
@@ -341,11 +344,16 @@ class Context(EnvSettings):
     clarify_min_readings: int = Field(
         default=4,
         ge=2,
-        description="Documents (distinct titles) that must fit an ambiguous reference before the turn asks back.",
+        json_schema_extra={"maximum": MAX_READINGS},
+        description=(
+            f"Documents (distinct titles) that must fit an ambiguous reference before the turn asks back "
+            f"(2 to {MAX_READINGS}: triage finds at most {MAX_READINGS} readings)."
+        ),
     )
     clarify_min_readings_opening: int = Field(
         default=4,
         ge=2,
+        json_schema_extra={"maximum": MAX_READINGS},
         description=(
             "The same count for a question that opens the conversation (at most one exchange before it), where "
             "nothing said yet can have named what 'the actor' is. 2 suits collections of many similar entities "
@@ -564,6 +572,16 @@ class Context(EnvSettings):
     def _every_principle_has_a_prompt(cls, value: dict[Principle, str]) -> dict[Principle, str]:
         # Principles left out keep their default prompt, so a user can override one.
         return {**refine_prompts.PRINCIPLE_TASKS, **value}
+
+    @field_validator("clarify_min_readings", "clarify_min_readings_opening", mode="after")
+    @classmethod
+    def _reachable_reading_count(cls, value: int) -> int:
+        if value > MAX_READINGS:
+            raise ValueError(
+                f"at most {MAX_READINGS}, got {value}: triage finds at most {MAX_READINGS} readings of a reference, "
+                "so a larger count would never ask back (use_clarify=False turns asking back off)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

@@ -3,6 +3,7 @@ extract style answers in the documents' own words with no LLM call."""
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from reground.graph.builder import build_graph, run_config
-from reground.graph.context import Context
+from reground.graph.context import MAX_READINGS, Context, ContextError
 from reground.prompts import answer as answer_prompts
 from reground.tools.answerability import coverage, readings, stands_alone, unresolved_references
 from reground.tools.fake_chat import ScriptedChatModel
@@ -102,6 +103,7 @@ def leave_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
         {
             "doc_id": f"leave-{code.lower()}",
             "title": f"Annual leave policy ({name})",
+            "region": "americas" if code == "US" else "europe",
             "text": f"Employees in {name} receive {days} days of paid annual leave per year. Leave requests go "
             f"through the HR portal in {name}.",
         }
@@ -144,16 +146,31 @@ def test_clarify_can_be_turned_off(leave_store: tuple[Any, str]) -> None:
 
 def test_an_opening_question_may_need_fewer_readings_to_ask_back(leave_store: tuple[Any, str]) -> None:
     store, data_dir = leave_store
-    # Four policies fit "the policy": five readings are needed later in a conversation, four at its opening.
+    # The three European policies are in scope, so three readings fit "the policy": four are needed later in a
+    # conversation, three at its opening.
     context = Context(
-        collection="leave-policies", data_dir=data_dir, clarify_min_readings=5, clarify_min_readings_opening=4
+        collection="leave-policies",
+        data_dir=data_dir,
+        metadata_filter={"region": "europe"},
+        clarify_min_readings=4,
+        clarify_min_readings_opening=3,
     )
     graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
     question = "How many days of annual leave does the policy give?"
     (opening,) = turns(graph, context, question, thread="opening")
-    assert opening["kind"] == "clarify" and len(opening["options"]) == 4
+    assert opening["kind"] == "clarify"
+    assert sorted(o["doc_id"] for o in opening["options"]) == ["leave-de", "leave-fr", "leave-uk"]
     *_, later = turns(graph, context, "Hello.", "I work in Europe.", question, thread="later")
     assert later["kind"] != "clarify" and later["options"] == []
+
+
+@pytest.mark.parametrize("field", ["clarify_min_readings", "clarify_min_readings_opening"])
+def test_a_reading_count_triage_can_never_find_is_refused(field: str) -> None:
+    # readings() stops at MAX_READINGS, so five could never be found and asking back would silently be off.
+    assert inspect.signature(readings).parameters["limit"].default == MAX_READINGS == 4
+    with pytest.raises(ContextError, match=rf"'{field}': at most 4, got 5: triage finds at most 4 readings"):
+        Context(**{field: 5})
+    assert getattr(Context(**{field: 4}), field) == 4
 
 
 def test_a_partial_answer_says_what_the_documents_do_not_mention(hr_store: Any, context: Context) -> None:
