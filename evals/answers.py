@@ -226,19 +226,6 @@ def _error_record(system: str, case: Case, exc: BaseException, seconds: float) -
     }
 
 
-def run_system(
-    system: str,
-    cases: Sequence[Case],
-    runner: CaseRunner,
-    out_dir: Path,
-    *,
-    workers: int = 1,
-    progress: bool = True,
-) -> list[dict[str, Any]]:
-    """Run one system's unfinished cases, appending to OUT/<system>/cases.jsonl; all rows back."""
-    return run_systems({system: runner}, cases, out_dir, workers=workers, progress=progress)[system]
-
-
 def run_systems(
     runners: Mapping[str, CaseRunner],
     cases: Sequence[Case],

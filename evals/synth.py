@@ -71,7 +71,6 @@ HISTORY_WORDS = 100  # the BM25 history baseline's window
 # `python -m reground.evals.synth calibrate-support` (evals/README.md, "Synthetic dialogues").
 SUPPORT_THRESHOLD = 0.5071
 GEN_MAX_TOKENS = 160
-CHECK_MAX_TOKENS = 24
 SPAN_WORDS = (8, 60)
 Kind = Literal["first", "followup", "topic_shift", "unanswerable", "underspecified"]
 REASONS = (

@@ -397,20 +397,6 @@ def load_embedder(spec: str = DEFAULT_SPEC) -> Embedder:
         return _EMBEDDERS[spec]
 
 
-def as_langchain(embedder: Embedder) -> Any:
-    """A LangChain `Embeddings` view of an embedder, for users who want one."""
-    from langchain_core.embeddings import Embeddings
-
-    class _Adapter(Embeddings):
-        def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            return embedder.embed(texts).tolist()
-
-        def embed_query(self, text: str) -> list[float]:
-            return embedder.embed_query(text).tolist()
-
-    return _Adapter()
-
-
 def chroma_embedding_function(spec: str = MINILM_SPEC) -> Any:
     """A Chroma embedding function registered by name (on first use in a process), so a persisted collection
     reopens without passing it once `reground.tools` has opened a store or called this in that process."""

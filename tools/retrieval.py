@@ -23,10 +23,6 @@ from reground.tools.types import Chunk, Passage, is_assistant
 __all__ = ["content_terms"]  # re-exported: evals measure spans with the retrieval's tokeniser
 
 
-class _Embedder(Protocol):
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
 class SearchStore(Protocol):
     """The part of `PassageStore` retrieval uses (a fake with these methods works in tests)."""
 
@@ -267,14 +263,6 @@ def conversation_query(
         earlier_turns=earlier,
         phrase_query=history_query("", [t for t in turns if is_assistant(t[0])], phrase_tokens),
     )
-
-
-def dialogue_text(query: RetrievalQuery) -> str:
-    """The recent dialogue of a query: its history query without the question it starts with."""
-    history, question = query.history_query.strip(), query.question.strip()
-    if question and history.startswith(question):
-        return history[len(question) :].strip()
-    return "" if history == question else history
 
 
 def reciprocal_rank_fusion(
