@@ -28,12 +28,14 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "evals" / "results" / "bench.json"
-DEMO_CORPUS = REPO / "reground" / "data" / "hr_policies.jsonl"
+# The demo corpus as installed with the package (as reground/demo.py finds it), so a wheel finds it too.
+DEMO_CORPUS = Path(str(resources.files("reground") / "data" / "hr_policies.jsonl"))
 EVAL_CHUNK_TOKENS = 160  # the chunk size of `reground eval` collections
 NAIVE_SAMPLE = 200  # passages embedded one at a time for the naive baseline
 
