@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from reground.demo import demo_corpus_path
 from reground.evals import bench
+
+from reground.demo import demo_corpus_path
 
 
 def test_the_benchmark_reads_the_demo_corpus_the_package_installs() -> None:
-    assert bench.DEMO_CORPUS == demo_corpus_path()
+    assert demo_corpus_path() == bench.DEMO_CORPUS
     assert bench.DEMO_CORPUS.is_file()
