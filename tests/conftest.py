@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
+import types
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +79,57 @@ def hr_store(hr_store_dir: str) -> Any:
     from reground.tools.store import PassageStore
 
     return PassageStore.open("test-hr", data_dir=hr_store_dir)
+
+
+# Lanes: `make test` runs everything; `make test-fast` runs `-m "not slow and not integration"` on tests/unit.
+# Every test under tests/integration is `integration`. A test is `slow` when it, or a fixture it uses, builds a
+# real MiniLM + Chroma store (or takes the shared embedder): its source calls one of these, or a helper of its own
+# module that does (found to a fixed point, so a helper calling a helper counts). Unit tests that embed a few texts
+# with MiniLM directly stay in the fast lane (about a second).
+INTEGRATION_DIR = Path(__file__).resolve().parent / "integration"
+REAL_STORE_CALLS = ("PassageStore", "ingest(", "ingest_paths(", "get_embedder(", "embed_passages(", "run_ingest(")
+
+
+def _source(func: Any) -> str:
+    try:
+        return inspect.getsource(func)
+    except (OSError, TypeError):
+        return ""
+
+
+@functools.cache
+def _slow_calls(module: types.ModuleType) -> tuple[str, ...]:
+    """REAL_STORE_CALLS plus `name(` for each function of `module` whose source makes one of those calls."""
+    helpers = {
+        name: _source(obj)
+        for name, obj in vars(module).items()
+        if inspect.isfunction(obj) and obj.__module__ == module.__name__ and not name.startswith("test_")
+    }
+    calls = set(REAL_STORE_CALLS)
+    grew = True
+    while grew:
+        found = {f"{name}(" for name, source in helpers.items() if any(call in source for call in calls)}
+        grew = not found <= calls
+        calls |= found
+    return tuple(sorted(calls))
+
+
+def _builds_a_real_store(item: pytest.Item) -> bool:
+    module = getattr(item, "module", None)
+    function = getattr(item, "function", None)
+    if module is None or function is None:
+        return False
+    funcs = [function]
+    fixture_info = getattr(item, "_fixtureinfo", None)
+    for definitions in getattr(fixture_info, "name2fixturedefs", {}).values():
+        funcs.extend(d.func for d in definitions)
+    calls = _slow_calls(module)
+    return any(call in _source(func) for func in funcs for call in calls)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if INTEGRATION_DIR in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.integration)
+        elif _builds_a_real_store(item):
+            item.add_marker(pytest.mark.slow)
