@@ -1,4 +1,8 @@
-"""ReGround's groundedness check: an LLM judge of unsupported claims combined with cheap signals."""
+"""ReGround's groundedness check: an LLM judge of unsupported claims combined with cheap signals.
+
+Before any of them, a figure check: a reply stating a number, amount, date or duration that its cited passages
+do not hold is not grounded, however close its words are to theirs (tools/figures.py).
+"""
 
 from __future__ import annotations
 
@@ -11,11 +15,13 @@ from reground.graph.state import Draft, State
 from reground.nodes.common import NodeEnv, current_draft, grounded_messages
 from reground.tools.chat import LLMReplyError
 from reground.tools.evidence import quoted_verbatim
+from reground.tools.figures import extract_figures, unsupported_figures
 from reground.tools.scoring import k_precision, rouge_l
 from reground.tools.structured import call_json
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _CITATION = re.compile(r"\[\d+\]")
+_CITED = re.compile(r"\[(\d+)\]")
 
 
 def sentences(text: str) -> list[str]:
@@ -50,6 +56,27 @@ def weighted_score(parts: dict[str, float], weights: dict[str, float]) -> float:
     return sum(parts[name] * weight for name, weight in used.items()) / total
 
 
+def cited_texts(reply: str, texts: list[str]) -> list[str]:
+    """The passages the reply cites by number ("[2]"), or all of them when it cites none (or a number it was
+    not given: then which passage it meant is unknown, and all of them are the fair reading)."""
+    numbers = {int(n) for n in _CITED.findall(reply)}
+    if not numbers or any(not 1 <= n <= len(texts) for n in numbers):
+        return texts
+    return [texts[n - 1] for n in sorted(numbers)]
+
+
+def figure_problems(draft: Draft, texts: list[str], missing: list[str]) -> list[str]:
+    """The figures of the reply its cited passages do not hold, as unsupported claims.
+
+    A partial reply names the question's words the documents lack ("do not mention '2025'"): those are not claims.
+    """
+    exempt = {f.value for word in missing for f in extract_figures(word, number_words="all")}
+    if draft["kind"] != "partial":
+        exempt = set()
+    absent = [f for f in unsupported_figures(draft["text"], cited_texts(draft["text"], texts)) if f.value not in exempt]
+    return [f"the figure '{f}' is not in the cited passages" for f in absent]
+
+
 def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
     draft = current_draft(state, "check_groundedness")
@@ -62,6 +89,17 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
         }
     env.progress("check_groundedness", "checking the answer against the passages")
     texts = [p["text"] for p in passages]
+    figures = figure_problems(draft, texts, list(state.get("missing", [])))
+    if figures:
+        # Cheap and exact: no signal or judge can make a wrong amount grounded, so none is asked.
+        env.stats.notes.append(f"groundedness 0.00: {'; '.join(figures)}")
+        failed = {"figures": 0.0}
+        return {
+            "draft": Draft(
+                **{**draft, "groundedness": 0.0, "groundedness_parts": failed, "unsupported_claims": figures}
+            ),
+            "draft_checked": True,
+        }
     if quoted_verbatim(draft["text"], texts):
         env.stats.notes.append("groundedness 1.00: every sentence of the answer is quoted from a passage")
         verbatim = {"verbatim": 1.0}
