@@ -24,6 +24,7 @@ from reground.nodes.common import NodeEnv, current_draft, evidence_of, grounded_
 from reground.prompts import answer as answer_prompts
 from reground.tools.chat import LLMReplyError, call_text
 from reground.tools.evidence import Evidence, extractive_answer, previous_reply, relevance_parts, strip_citations
+from reground.tools.injection import answerable_evidence
 from reground.tools.scoring import majority_best, principle_scores
 from reground.tools.structured import call_json
 from reground.tools.types import Passage
@@ -156,6 +157,7 @@ def with_gap(text: str, state: State, env: NodeEnv) -> tuple[str, str]:
 def extracted(state: State, env: NodeEnv, passages: Sequence[Passage], evidence: Sequence[Evidence]) -> dict[str, Any]:
     """The extract style: the best evidence sentences as the reply, their passages as the helpful ones."""
     context = env.context
+    evidence = answerable_evidence(evidence, passages)  # a flagged sentence never answers alone (tools/injection.py)
     text, helpful = extracted_sentences(evidence, context.answer_length)
     if not text:
         env.stats.notes.append("no passage sentence to answer with")

@@ -13,7 +13,7 @@ from reground.graph.state import Citation, Draft, State, TurnResult
 from reground.nodes.common import NodeEnv
 from reground.prompts import answer as answer_prompts
 from reground.tools.evidence import sentence_spans, strip_citations, text_sentences
-from reground.tools.injection import unsupported_contacts
+from reground.tools.injection import guard_reply, unsupported_contacts
 from reground.tools.lexical import lexical_tokens
 from reground.tools.scoring import squad_tokens
 from reground.tools.types import Passage
@@ -158,6 +158,10 @@ def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
         text, passed, citations = answer_prompts.NOT_FOUND.format(escalation=context.escalation), False, []
         reason = f"the answer gives a contact no cited passage holds: {', '.join(foreign)}"
         kind = "abstain"
+    not_found = answer_prompts.NOT_FOUND.format(escalation=context.escalation)  # flagged text: never said alone
+    text, passed, reason, kind, citations = guard_reply(
+        text, passed, reason, kind, citations, passages, not_found, reviewed=bool(review)
+    )
     trace = [*state.get("trace", [])]
     result = TurnResult(
         answer=text,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 
+from reground.tools.injection import flag_metadata
 from reground.tools.loaders import Document
 from reground.tools.tokens import count_tokens
 from reground.tools.types import Chunk
@@ -113,7 +114,7 @@ def chunk_document(doc: Document, *, max_tokens: int = DEFAULT_MAX_TOKENS, overl
                 url=doc.url,
                 position=position,
                 text=body,
-                metadata=dict(doc.metadata),
+                metadata=flag_metadata(doc.metadata, body, doc.url),  # flagged sentences, kept (tools/injection.py)
             )
         )
     return chunks

@@ -82,6 +82,8 @@ VERSION_ID = "__version__"
 SERVER_LEFTOVER_GRACE_S = 15 * 60.0
 WRITE_ATTEMPTS = 3
 SNAPSHOT_PAGE = 10_000  # rows per Chroma read when loading a snapshot
+SNAPSHOT_ATTEMPTS = 6  # reads of a snapshot a concurrent writer may spoil before a turn gives up
+SNAPSHOT_BACKOFF_S = 0.05  # the first wait between them; doubled each time, at most 1 s
 
 
 SENTENCE_VECTORS_KEY = "sentence_vectors"  # chunk metadata: its sentences' vectors (`pack_sentence_vectors`)
@@ -112,6 +114,16 @@ def _paged(collection: Any, include: list[str], field: Any) -> Iterator[tuple[st
         if len(page["ids"]) < SNAPSHOT_PAGE:
             return
         offset += SNAPSHOT_PAGE
+
+
+def _chroma_error(exc: BaseException) -> bool:
+    """A Chroma error raised by a read the server could not finish (e.g. rows deleted under it), not a transport
+    failure."""
+    try:
+        from chromadb.errors import ChromaError
+    except ImportError:  # pragma: no cover - chromadb is a dependency
+        return False
+    return isinstance(exc, ChromaError)
 
 
 def generation_for(doc_id: str, content_hash: str) -> str:
@@ -540,9 +552,14 @@ class PassageStore:
         SharedSystemClient.clear_system_cache()
         self._bind(_client(self.data_dir, self.chroma_url))
 
-    def _read_live(self, *, vectors: bool = True) -> tuple[dict[str, str], list[dict[str, Any]]]:
-        """The manifest's live generations and every stored chunk row, read in pages (bounded peak memory)."""
-        live = {d: str(m.get("generation", "")) for d, m in self._manifest_records().items() if d != VERSION_ID}
+    def _read_live(self, *, vectors: bool = True) -> tuple[dict[str, tuple[str, int]], list[dict[str, Any]]]:
+        """The manifest's live generation and chunk count per document, and every stored chunk row, read in pages
+        (bounded peak memory)."""
+        live = {
+            d: (str(m.get("generation", "")), int(m.get("chunks", 0) or 0))
+            for d, m in self._manifest_records().items()
+            if d != VERSION_ID
+        }
         include = ["metadatas", "documents", *(["embeddings"] if vectors else [])]
         pages: list[dict[str, Any]] = []
         offset = 0
@@ -572,32 +589,70 @@ class PassageStore:
 
     def load_snapshot(self, *, vectors: bool = True) -> Snapshot:
         """Every live chunk (the manifest's generation of each document) with its vector (`vectors=False`: an
-        empty matrix, for an index that searches vectors in Chroma's own HNSW index) and its row id."""
-        try:
-            version = self._version()
-            live, pages = self._read_live(vectors=vectors)
-        except Exception:
-            if self.chroma_url:
-                raise
-            # Another process (e.g. `reground ingest` next to a running server) rewrote the embedded store.
-            self._reconnect()
-            version = self._version()
-            live, pages = self._read_live(vectors=vectors)
+        empty matrix, for an index that searches vectors in Chroma's own HNSW index) and its row id.
+
+        Chroma has no read transaction, so a writer replacing documents meanwhile can move the rows under the
+        pages being read (Chroma then fails with "Error finding id") or leave a document's old generation named
+        by the manifest but already deleted. A read is kept only when it is whole (every document the manifest
+        names has all the chunks of that generation: each document is read at one version, old or new); otherwise
+        it is read again, up to SNAPSHOT_ATTEMPTS times with a short back-off (a writer flips one document in
+        milliseconds). The snapshot carries the version read before it, so a write that landed during the read
+        makes the next search reload. A shortfall that persists at one version is damage, not a writer (the next
+        writer's repair drops those records): that read is kept.
+        """
+        failure: Exception | None = None
+        steady: Snapshot | None = None
+        for attempt in range(SNAPSHOT_ATTEMPTS):
+            if attempt:
+                time.sleep(min(SNAPSHOT_BACKOFF_S * 2 ** (attempt - 1), 1.0))
+            try:
+                version = self._version()
+                live, pages = self._read_live(vectors=vectors)
+                snapshot, whole = self._snapshot(version, live, pages, vectors=vectors)
+                if whole:
+                    return snapshot
+                moved = self._version() != version
+                steady = None if moved or (steady is not None and steady.version != version) else snapshot
+                failure = None
+            except Exception as exc:
+                if self.chroma_url and not _chroma_error(exc):
+                    raise  # a server that is down or refuses: not a moving snapshot
+                failure = exc
+                if not self.chroma_url:
+                    # Another process (e.g. `reground ingest` next to a running server) rewrote the embedded
+                    # store: a fresh client sees its writes.
+                    self._reconnect()
+        if steady is not None and failure is None:
+            return steady
+        reason = f" (last: {type(failure).__name__}: {failure})" if failure else ""
+        raise StoreError(
+            f"collection {self.collection!r} changed during each of {SNAPSHOT_ATTEMPTS} reads (a writer is replacing "
+            f"documents){reason}; ask again when the ingest is done"
+        ) from failure
+
+    def _snapshot(
+        self, version: str, live: Mapping[str, tuple[str, int]], pages: Sequence[Mapping[str, Any]], *, vectors: bool
+    ) -> tuple[Snapshot, bool]:
+        """The live rows of the pages as a snapshot, and whether it is whole: False when a live document lacks some
+        of its chunks (a writer deleted its generation between the manifest read and the chunk read)."""
         chunks: list[Chunk] = []
         rows: list[Any] = []
         row_ids: list[str] = []
+        found: dict[str, int] = {}
         for page in pages:
             embeddings = page.get("embeddings")
             for n, (row_id, meta, text) in enumerate(
                 zip(page["ids"], page["metadatas"] or [], page["documents"] or [], strict=False)
             ):
                 meta = meta or {}
-                if live.get(str(meta.get("doc_id"))) != str(meta.get("generation")):
+                doc_id = str(meta.get("doc_id"))
+                if live.get(doc_id, ("", 0))[0] != str(meta.get("generation")):
                     continue
+                found[doc_id] = found.get(doc_id, 0) + 1
                 chunks.append(
                     Chunk(
                         chunk_id=str(meta["chunk_id"]),
-                        doc_id=str(meta["doc_id"]),
+                        doc_id=doc_id,
                         title=str(meta.get("title", "")),
                         section=str(meta.get("section", "")),
                         url=str(meta.get("url", "")),
@@ -609,12 +664,13 @@ class PassageStore:
                 row_ids.append(str(row_id))
                 if vectors and embeddings is not None:
                     rows.append(embeddings[n])
+        whole = all(found.get(doc_id, 0) == count for doc_id, (_generation, count) in live.items())
         matrix = (
             np.asarray(rows, dtype=np.float32).reshape(len(chunks), -1)
             if rows
             else np.zeros((0, self.embedder.dimension), dtype=np.float32)  # empty, or vectors not loaded
         )
-        return Snapshot(version, chunks, matrix, row_ids=row_ids)
+        return Snapshot(version, chunks, matrix, row_ids=row_ids), whole
 
     def sentence_vectors_of(self, row_ids: Sequence[str]) -> list[bytes | None]:
         """The packed sentence vectors of stored rows (read on demand: a turn needs those of a few passages, and
