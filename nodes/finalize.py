@@ -151,6 +151,10 @@ def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
     kind = reply_kind(draft, passed)
     grounded_answer = (passed or (review or {}).get("action") == "approve") and kind != "clarify"
     citations = citations_for(text, passages, helpful) if grounded_answer and passages else []
+    not_found = answer_prompts.NOT_FOUND.format(escalation=context.escalation)  # flagged text: never said alone
+    text, passed, reason, kind, citations = guard_reply(
+        text, passed, reason, kind, citations, passages, not_found, reviewed=bool(review)
+    )
     cited = {c["chunk_id"] for c in citations}
     foreign = unsupported_contacts(text, [p["text"] for p in passages if p["chunk_id"] in cited], [])
     if passed and foreign and not review:
@@ -158,10 +162,6 @@ def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
         text, passed, citations = answer_prompts.NOT_FOUND.format(escalation=context.escalation), False, []
         reason = f"the answer gives a contact no cited passage holds: {', '.join(foreign)}"
         kind = "abstain"
-    not_found = answer_prompts.NOT_FOUND.format(escalation=context.escalation)  # flagged text: never said alone
-    text, passed, reason, kind, citations = guard_reply(
-        text, passed, reason, kind, citations, passages, not_found, reviewed=bool(review)
-    )
     trace = [*state.get("trace", [])]
     result = TurnResult(
         answer=text,
