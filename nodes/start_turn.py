@@ -10,6 +10,7 @@ from reground.graph.state import State, fresh_turn
 from reground.nodes.common import NodeEnv
 from reground.tools.chat import message_text
 from reground.tools.errors import InputError
+from reground.tools.search_index import scope_miss
 from reground.tools.tokens import count_tokens, tail_tokens, truncate_tokens
 
 
@@ -24,6 +25,17 @@ def question_problem(text: str) -> str | None:
     if not any(ch.isalnum() for ch in text):
         return "the question has no letters or digits"
     return None
+
+
+def scope_notice(env: NodeEnv) -> str | None:
+    """A notice when the user's scope names a value no document has (a value in another case, "de" for "DE",
+    would otherwise abstain in silence), with the stored spelling when one differs only in case."""
+    where = env.context.metadata_filter
+    if not where:
+        return None
+    store = env.services.passage_store(env.context)
+    store.all_chunks(where)  # a field no document has: UnknownMetadataFieldError, as retrieval would raise
+    return scope_miss(where, env.context.collection, [c["metadata"] for c in store.all_chunks()])
 
 
 def _role(message: BaseMessage) -> str | None:
@@ -76,6 +88,10 @@ def start_turn(state: State, env: NodeEnv) -> dict[str, Any]:
     history = list(reversed(kept))
     if question.strip():
         env.services.chat(env.context, "answer")  # raises LLMUnavailableError naming the URL
+        empty_scope = scope_notice(env)
+        if empty_scope:
+            notices.append(empty_scope)
+            notes.append(empty_scope)
     env.stats.notes.extend(notes)
     question = question.strip()
     # Every other per-turn key starts from its declared default (graph/state.py), so none leaks into the next turn.

@@ -1,24 +1,33 @@
 """`reground` command line: llm, ingest, ask, chat, demo, eval.
 
 Every error ends in one line on stderr and a distinct exit code: 2 bad input, 3 documents or store,
-4 a model that is down, 1 a bug (an exception reground did not expect), 130 interrupted. `--debug`
-adds the traceback.
+4 a model that is down, 1 a bug (an exception reground did not expect), 130 interrupted, 141 the reader of
+its output went away (`reground ask ... | head -1`), which ends it quietly, as Unix tools do. `--debug`
+adds the traceback and lets libraries' warnings through (without it they never reach stderr).
+
+Nothing a command prints reaches the terminal raw: stdout and stderr strip control characters and escape
+sequences (tools/terminal.py), whatever document, file name or library the text came from.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import logging
+import os
 import sys
 import traceback
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 
 # Each group lives in its own module and adds its sub-commands; imported lazily so `--help` is quick
 # and a missing optional extra only breaks its own group.
-COMMAND_GROUPS = ("llm", "ingest", "collections", "conversation", "eval")
+COMMAND_GROUPS = ("llm", "ingest", "collections", "conversation", "eval", "judge")
 
 BUG_EXIT_CODE = 1
 INTERRUPTED_EXIT_CODE = 130
+CLOSED_PIPE_EXIT_CODE = 141  # 128 + SIGPIPE: what a shell reports for a Unix tool whose reader left
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,6 +75,48 @@ def _split_debug(argv: Sequence[str]) -> tuple[list[str], bool]:
     return [a for i, a in enumerate(args) if i >= end or a != "--debug"], debug
 
 
+@contextlib.contextmanager
+def terminal_safe_streams() -> Iterator[None]:
+    """stdout and stderr strip control characters and escape sequences while a command runs."""
+    from reground.tools.terminal import SafeStream
+
+    saved = sys.stdout, sys.stderr
+    sys.stdout = SafeStream(saved[0])
+    sys.stderr = SafeStream(saved[1], keep_cr=True)  # tqdm redraws with \r
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+@contextlib.contextmanager
+def quiet_libraries(debug: bool) -> Iterator[None]:
+    """Libraries' warnings (pypdf on a corrupt PDF, deprecations) and log records stay off stderr unless --debug:
+    the user gets reground's one line about what happened, not a library's aside before it."""
+    if debug:
+        yield
+        return
+    root = logging.getLogger()
+    silent = logging.NullHandler()  # root has a handler: logging's last resort (stderr, WARNING+) is not used
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        root.addHandler(silent)
+        try:
+            yield
+        finally:
+            root.removeHandler(silent)
+
+
+def closed_pipe() -> int:
+    """The reader of stdout left (`| head -1`): point stdout at /dev/null so the interpreter's last flush does
+    not fail again, and end quietly."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+        os.close(devnull)
+    return CLOSED_PIPE_EXIT_CODE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     rest, debug = _split_debug(sys.argv[1:] if argv is None else argv)
@@ -75,15 +126,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 2
-    try:
-        return int(handler(args) or 0)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return INTERRUPTED_EXIT_CODE
-    except SystemExit:
-        raise
-    except Exception as exc:
-        return report_error(exc, debug=args.debug)
+    with terminal_safe_streams(), quiet_libraries(debug):
+        try:
+            code = int(handler(args) or 0)
+            sys.stdout.flush()  # a closed pipe shows here, inside the handler below, not at exit
+            return code
+        except BrokenPipeError:
+            return closed_pipe()
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            return INTERRUPTED_EXIT_CODE
+        except SystemExit:
+            raise
+        except Exception as exc:
+            return report_error(exc, debug=args.debug)
 
 
 if __name__ == "__main__":

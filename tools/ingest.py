@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import json
 import queue
+import sys
 import threading
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -18,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from reground.tools.chunking import DEFAULT_MAX_TOKENS, chunk_document
-from reground.tools.loaders import Document, LoadError, load_paths
+from reground.tools.loaders import MAX_FILE_BYTES, Document, LoadError, load_paths
 from reground.tools.locking import WaitNotice
 from reground.tools.store import chunk_vectors
+from reground.tools.terminal import strip_terminal_controls
 from reground.tools.types import Chunk
 from reground.tools.vector_store import VectorStore
 from tqdm import tqdm
@@ -38,6 +40,8 @@ class IngestSummary:
     skipped: int = 0  # a repeated doc_id or no text to index (each also in errors)
     errors: list[LoadError] = field(default_factory=list)
     repaired: list[str] = field(default_factory=list)  # manifest records dropped: their chunks were missing
+    # doc_id -> control characters and terminal escape sequences removed from it (tools/terminal.py)
+    controls_stripped: dict[str, int] = field(default_factory=dict)
 
     def __str__(self) -> str:
         text = (
@@ -47,6 +51,11 @@ class IngestSummary:
         )
         if self.repaired:
             text += f", {len(self.repaired)} documents with missing chunks re-added"
+        if self.controls_stripped:
+            text += (
+                f", {sum(self.controls_stripped.values())} control characters or escape sequences stripped from "
+                f"{len(self.controls_stripped)} documents"
+            )
         return text
 
     def as_dict(self) -> dict[str, object]:
@@ -78,9 +87,35 @@ def ingest_documents(
 ) -> IngestSummary:
     """Index the documents under the collection's write lock (waiting for another writer if there is one)."""
     summary = summary or IngestSummary()
+    documents = [terminal_clean(doc, summary) for doc in documents]
     with store.writing(on_wait=on_wait):
         summary.repaired = sorted(set(summary.repaired) | set(store.take_repaired()))
         return _ingest_locked(documents, store, max_tokens=max_tokens, progress=progress, summary=summary)
+
+
+def terminal_clean(doc: Document, summary: IngestSummary) -> Document:
+    """The document without control characters or escape sequences in any field (they would reach a reader's
+    terminal: a cleared screen, a new window title, a disguised link); what was removed is counted per document."""
+    removed = 0
+
+    def clean(value: str) -> str:
+        nonlocal removed
+        text, count = strip_terminal_controls(value)
+        removed += count
+        return text
+
+    metadata = {key: clean(value) if isinstance(value, str) else value for key, value in doc.metadata.items()}
+    cleaned = Document(
+        doc_id=clean(doc.doc_id),
+        title=clean(doc.title),
+        text=clean(doc.text),
+        url=clean(doc.url),
+        metadata=metadata,
+        source=doc.source,
+    )
+    if removed:
+        summary.controls_stripped[cleaned.doc_id] = summary.controls_stripped.get(cleaned.doc_id, 0) + removed
+    return cleaned
 
 
 def _ingest_locked(
@@ -218,6 +253,10 @@ def pipeline(items: Sequence[Any], stages: Sequence[Callable[[Any], Any]], *, de
             thread.join(timeout=5.0)
 
 
+def _stderr_line(message: str) -> None:
+    print(f"  \u00b7 {message}", file=sys.stderr, flush=True)
+
+
 def ingest(
     paths: Sequence[str | Path],
     store: VectorStore,
@@ -226,13 +265,16 @@ def ingest(
     delete: Sequence[str] = (),
     progress: bool = True,
     on_wait: WaitNotice | None = None,
+    max_file_bytes: int = MAX_FILE_BYTES,
 ) -> IngestSummary:
     """Load every path, (re)index changed documents, delete the named ones; bad files are reported, not fatal.
 
-    Files are read before the write lock is taken; deletes and writes happen under one hold of it.
+    Files are read before the write lock is taken; deletes and writes happen under one hold of it. A document file
+    over `max_file_bytes` is an error of its own; with `progress`, reading a large file says so on stderr.
     """
     summary = IngestSummary()
-    documents, errors = load_paths(paths) if paths else ([], [])
+    tell = _stderr_line if progress else None
+    documents, errors = load_paths(paths, max_file_bytes=max_file_bytes, on_progress=tell) if paths else ([], [])
     with store.writing(on_wait=on_wait):
         summary.repaired = store.take_repaired()
         for doc_id in delete:

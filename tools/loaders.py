@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +11,33 @@ from typing import Any
 SUPPORTED = (".jsonl", ".md", ".markdown", ".txt", ".html", ".htm", ".pdf")
 RESERVED = {"doc_id", "title", "text", "url"}
 Scalar = str | int | float | bool
+MiB = 2**20
+# A file holding one document (.md, .txt, .html, .pdf), or one line of a .jsonl, larger than this is refused with
+# one line saying so: a 50 MB text file took 150 s and 1.8 GB to index. A .jsonl is read line by line, so its size
+# is not limited (a corpus of many documents), only each record's.
+MAX_FILE_BYTES = 16 * MiB
+LARGE_FILE_BYTES = 2 * MiB  # from this size on, reading a file says so on the progress callback
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """How large a document may be, and where to tell that a large file is being read (None: nowhere)."""
+
+    max_file_bytes: int = MAX_FILE_BYTES
+    on_progress: Progress | None = None
+
+    def too_large(self, size: int, what: str = "the file") -> str | None:
+        if self.max_file_bytes and size > self.max_file_bytes:
+            return (
+                f"{what} is {size / MiB:.1f} MB, over the {self.max_file_bytes / MiB:g} MB limit per document "
+                "(--max-file-mb); split it or raise the limit"
+            )
+        return None
+
+    def reading(self, path: Path, size: int) -> None:
+        if self.on_progress is not None and size >= LARGE_FILE_BYTES:
+            self.on_progress(f"reading {path} ({size / MiB:.1f} MB)")
 
 
 @dataclass
@@ -65,12 +92,39 @@ def _read_text(path: Path) -> str:
         raise ValueError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
 
 
-def _load_jsonl(path: Path, errors: list[LoadError]) -> Iterator[Document]:
-    text = _read_text(path)
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+def _jsonl_lines(path: Path, limits: ReadLimits) -> Iterator[tuple[int, str | ValueError]]:
+    """(line number, text) of each non-blank line, read one at a time (bounded memory), or the line's error."""
+    with path.open("rb") as handle:
+        head = handle.read(8192)
+        if not head.strip():
+            raise ValueError("the file is empty")
+        if _looks_binary(head):
+            raise ValueError("the file is binary, not text")
+        handle.seek(0)
+        size, read, told = path.stat().st_size, 0, 0
+        for number, raw in enumerate(handle, start=1):
+            read += len(raw)
+            if size >= LARGE_FILE_BYTES and read - told >= LARGE_FILE_BYTES and limits.on_progress is not None:
+                told = read
+                limits.on_progress(f"reading {path}: {read / MiB:.0f} of {size / MiB:.0f} MB")
+            problem = limits.too_large(len(raw), "the line")
+            if problem:
+                yield number, ValueError(problem)
+                continue
+            if not raw.strip():
+                continue
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield number, ValueError(f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line)")
+
+
+def _load_jsonl(path: Path, errors: list[LoadError], limits: ReadLimits | None = None) -> Iterator[Document]:
+    for number, line in _jsonl_lines(path, limits or ReadLimits()):
         where = f"{path}:{number}"
+        if isinstance(line, ValueError):
+            errors.append(LoadError(where, str(line)))
+            continue
         try:
             record = json.loads(line)
             if not isinstance(record, dict):
@@ -157,13 +211,19 @@ def _load_pdf(path: Path) -> tuple[str, str]:
     return title, "\n\n".join(p.strip() for p in pages if p.strip())
 
 
-def _load_file(path: Path, root: Path, errors: list[LoadError]) -> Iterator[Document]:
+def _load_file(path: Path, root: Path, errors: list[LoadError], limits: ReadLimits | None = None) -> Iterator[Document]:
+    limits = limits or ReadLimits()
     suffix = path.suffix.lower()
     doc_id = str(path.relative_to(root)) if root != path else path.name
     try:
+        size = path.stat().st_size
+        limits.reading(path, size)
         if suffix == ".jsonl":
-            yield from _load_jsonl(path, errors)
+            yield from _load_jsonl(path, errors, limits)
             return
+        problem = limits.too_large(size) if suffix in SUPPORTED else None
+        if problem:
+            raise ValueError(problem)
         if suffix in (".md", ".markdown", ".txt"):
             text = _read_text(path)
             title = _title_from_markdown(text, path.stem) if suffix != ".txt" else path.stem
@@ -183,8 +243,15 @@ def _load_file(path: Path, root: Path, errors: list[LoadError]) -> Iterator[Docu
         errors.append(LoadError(str(path), str(exc)))
 
 
-def load_paths(paths: Sequence[str | Path]) -> tuple[list[Document], list[LoadError]]:
-    """Every document under the paths, plus an error per file (or line) that could not be read."""
+def load_paths(
+    paths: Sequence[str | Path], *, max_file_bytes: int = MAX_FILE_BYTES, on_progress: Progress | None = None
+) -> tuple[list[Document], list[LoadError]]:
+    """Every document under the paths, plus an error per file (or line) that could not be read.
+
+    `max_file_bytes`: the largest document file (or .jsonl line) read (0: no limit); `on_progress` hears about
+    large files as they are read.
+    """
+    limits = ReadLimits(max_file_bytes, on_progress)
     documents: list[Document] = []
     errors: list[LoadError] = []
     for raw in paths:
@@ -193,7 +260,7 @@ def load_paths(paths: Sequence[str | Path]) -> tuple[list[Document], list[LoadEr
             errors.append(LoadError(str(path), "no such file or directory"))
         elif path.is_dir():
             for file in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
-                documents.extend(_load_file(file, path, errors))
+                documents.extend(_load_file(file, path, errors, limits))
         else:
-            documents.extend(_load_file(path, path, errors))
+            documents.extend(_load_file(path, path, errors, limits))
     return documents, errors

@@ -89,6 +89,36 @@ def matches(metadata: dict[str, Any], where: dict[str, list[str]]) -> bool:
     return True
 
 
+def scope_miss(where: Where, collection: str, metadatas: Sequence[Mapping[str, Any]]) -> str | None:
+    """What to tell a user whose scope names a value no document has (None when every value is some document's):
+    a value in another case ("de", "DE ") would otherwise abstain, or answer from the documents marked 'all' only,
+    in silence. Names the stored spelling where one differs only in case or spaces ("did you mean 'DE'?").
+    `metadatas`: every chunk's metadata (no scope)."""
+    scope = normalize_where(where)
+    stored: dict[str, set[str]] = {key: set() for key in scope}
+    for meta in metadatas:
+        for key in scope:
+            if key in meta:
+                value = str(meta[key])
+                stored[key].update({value, *value.split(",")})
+    absent: list[str] = []
+    hints: list[str] = []
+    for key, wanted in scope.items():
+        for value in wanted:
+            if value in stored[key] or value == MATCH_ANY:
+                continue
+            absent.append(f"{key} {value!r}")
+            close = sorted(v for v in stored[key] if v.strip().casefold() == value.strip().casefold())
+            if close:
+                hints.append(f"did you mean {key} {close[0]!r}?")
+    if not absent:
+        return None
+    covered = any(matches(dict(meta), scope) for meta in metadatas)
+    reach = "only documents marked 'all' were searched" if covered else "so the scope matched no documents"
+    message = f"no document in collection {collection!r} has {' or '.join(absent)}: {reach}"
+    return f"{message}; {' '.join(hints)}" if hints else f"{message}; check the filter's values"
+
+
 @dataclass(frozen=True)
 class IndexSettings:
     """How dense search runs. `exact`: every vector in memory, a matrix product per query (exact; memory and time

@@ -71,14 +71,18 @@ def _sqlite_graph(context: Any) -> Iterator[Any]:
 
 
 def print_result(result: dict[str, Any], *, out: Any = None) -> None:
+    """The reply, its citations and scores; document text is printed without control characters or escape
+    sequences (a stored document must not clear the screen, retitle the window or plant a link)."""
+    from reground.tools.terminal import terminal_safe as safe
+
     out = out or sys.stdout  # resolved per call: sys.stdout may have been replaced since import
     for notice in result.get("notices", []):
-        print(f"notice: {notice}", file=sys.stderr)
-    print(f"\n{result['answer']}\n", file=out)
+        print(f"notice: {safe(notice)}", file=sys.stderr)
+    print(f"\n{safe(result['answer'])}\n", file=out)
     for c in result.get("citations", []):
-        url = f" <{c['url']}>" if c.get("url") else ""
-        quote = " ".join(c["quote"].split())  # on one line, as the reply is
-        print(f"  [{c['number']}] {c['title']}{url}\n      \u201c{quote}\u201d", file=out)
+        url = f" <{safe(c['url'])}>" if c.get("url") else ""
+        quote = " ".join(safe(c["quote"]).split())  # on one line, as the reply is
+        print(f"  [{c['number']}] {safe(str(c['title']))}{url}\n      \u201c{quote}\u201d", file=out)
     scores = f"groundedness {result['groundedness']:.2f}, relevance {result.get('relevance', 0.0):.2f}"
     if result.get("refine_iterations"):
         # ProMiSe's lexical proxies matter to a reader only where they drove a refinement; on a quoted reply they
@@ -107,13 +111,17 @@ def run_turn(graph: Any, context: Any, thread_id: str, question: str, *, show_pr
         stream_mode=["custom", "values"],
     ):
         if mode == "custom" and show_progress:
-            print(f"  \u00b7 {chunk.get('message', '')}", file=sys.stderr)
+            from reground.tools.terminal import terminal_safe
+
+            print(f"  \u00b7 {terminal_safe(str(chunk.get('message', '')))}", file=sys.stderr)
         elif mode == "values" and "result" in chunk:
             result = chunk["result"]
     state = graph.get_state(config)
     if state.interrupts:
         pending = state.interrupts[0].value
-        print(f"\n[review] proposed answer: {pending['proposed_answer']}", file=sys.stderr)
+        from reground.tools.terminal import terminal_safe
+
+        print(f"\n[review] proposed answer: {terminal_safe(str(pending['proposed_answer']))}", file=sys.stderr)
         decision = _ask_reviewer()
         from langgraph.types import Command
 

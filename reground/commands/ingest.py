@@ -9,15 +9,28 @@ from typing import Any
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Open (or create) the collection, then ingest under its write lock; bad files are listed, not fatal."""
-    from reground.tools.errors import RegroundError
+    from reground.tools.errors import InputError, RegroundError
     from reground.tools.ingest import ingest
+    from reground.tools.loaders import MiB
     from reground.tools.vector_store import open_store, store_spec
 
+    if not args.paths and not args.delete:
+        raise InputError(
+            f"nothing to ingest into {args.collection!r}: pass files or folders (or --delete DOC_ID ...), "
+            f"e.g. `reground ingest docs/ --collection {args.collection}`"
+        )
+    if args.max_file_mb < 0:
+        raise InputError(f"--max-file-mb must be 0 (no limit) or more, got {args.max_file_mb:g}")
     try:
         spec = args.store or store_spec(args.data_dir, args.chroma_url or "")
         store = open_store(spec, args.collection, create=True)
         summary = ingest(
-            args.paths, store, max_tokens=args.max_tokens, delete=args.delete or (), progress=not args.quiet
+            args.paths,
+            store,
+            max_tokens=args.max_tokens,
+            delete=args.delete or (),
+            progress=not args.quiet,
+            max_file_bytes=int(args.max_file_mb * MiB),
         )
     except RegroundError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -42,5 +55,11 @@ def add_commands(subparsers: Any) -> None:
     parser.add_argument("--store", help="vector store spec (chroma:<dir>, chroma-http://host:port); overrides both")
     parser.add_argument("--max-tokens", type=int, default=160, help="chunk size in tokens (default 160)")
     parser.add_argument("--delete", nargs="+", metavar="DOC_ID", help="remove these documents")
+    parser.add_argument(
+        "--max-file-mb",
+        type=float,
+        default=16.0,
+        help="largest document file (or .jsonl line) to read, in MB; 0: no limit (default 16)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=cmd_ingest)
