@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 
 # Each group lives in its own module and adds its sub-commands; imported lazily so `--help` is quick
 # and a missing optional extra only breaks its own group.
-COMMAND_GROUPS = ("llm", "ingest", "collections", "conversation", "eval", "judge")
+COMMAND_GROUPS = ("llm", "ingest", "collections", "conversation", "eval")
 
 BUG_EXIT_CODE = 1
 INTERRUPTED_EXIT_CODE = 130
