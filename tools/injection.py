@@ -26,7 +26,7 @@ import binascii
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass, replace
 from functools import lru_cache
 from typing import Any, Protocol, TypeVar, cast
 from urllib.parse import urlsplit
@@ -71,8 +71,10 @@ def _rule(name: str, pattern: str, flags: re.RegexFlag = re.NOFLAG) -> NamedPatt
 
 
 _SENTENCE_END = re.compile(
-    r"(?<=[.!?])[\"')\]\u200b-\u200f\u2060-\u2064\ufeff]*\s+(?=[\u200b-\u200f\u2060-\u2064\ufeff]*[\"'(\[]?[A-Z0-9<\[])|\n+"
+    r"(?<=[.!?])[\"')\]\u200b-\u200f\u2060-\u2064\ufeff]*\s+(?=[\u200b-\u200f\u2060-\u2064\ufeff]*[\"'(\[]?[A-Za-z0-9<\[])|\n+"
 )
+
+_EDGE_HIDDEN = "\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff "
 
 _AGENT = (
     r"(?:(?:AI|A\.I\.)\s+(?:assistants?|chat ?bots?|systems?|models?|agents?|tools?|readers?)|AI|A\.I\.|assistants?"
@@ -241,14 +243,14 @@ RULES += (
     ),
     _rule(
         "fake_citation",
-        r"[\[(]\s*(?:sources?|src|ref|reference|citation|cited|cite|per|verified|approved|confirmed|official|"
-        r"according\s+to|quelle|fuente|fonte|bron|doc(?:ument)?(?:_id)?)\s*[:=,]?\s+[^\])\n]{1,120}[\])]"
+        r"[\[(]\s*(?:sources?|src|ref|reference|citation|cited|cite|quelle|fuente|fonte|bron|doc(?:ument)?(?:_id)?)"
+        r"\s*[:=]\s*[^\])\n]{1,120}[\])]"
         r"|[\[(][^\])\n]{0,80}\b(?:verified|approved|confirmed|certified|validated|signed\s+off|endorsed|"
         r"geprüft|bestätigt|vérifié|validé|verificado|aprobado)\s+(?:by|von|durch|par|por)\b[^\])\n]{0,80}[\])]",
     ),
     _rule(
         "other_language_order",
-        r"\b(?:ignorier\w*|vergiss|vergessen\s+Sie|missachte\w*|ignorez|ignore[rz]?|oubliez|oublie|ignora\w*|"
+        r"\b(?:ignorier\w*|vergiss|vergessen\s+Sie|missachte\w*|ignorez|ignorer|oubliez|oublie|ignora\w*|"
         r"olvida\w*|dimentica\w*|negeer|vergeet)\b[^.!?\n]{0,40}?\b(?:Anweisungen|Instruktionen|Regeln|"
         r"Vorgaben|instructions|consignes|règles|instrucciones|reglas|istruzioni|regole|instructies|regels|"
         r"instruções|regras)\b"
@@ -326,15 +328,15 @@ def _credential_request(sentence: str) -> bool:
     """An ask for a password, PIN, bank login ...: an asking verb and a credential, no negation before the verb
     ("never share your password" is advice). Typing one in ("enter your PIN at the printer") counts only for bank
     credentials or with a destination (an address, a number, a link)."""
+    has_destination = bool(_DESTINATION.search(sentence))
+    sentence = _URL.sub(" ", _EMAIL.sub(" ", sentence))  # "password" in a link's path is no ask
     for cred in _CREDENTIAL_RE.finditer(sentence):
         window = sentence[max(0, cred.start() - 90) : cred.end() + 60]
         for verb in _ASK_VERB.finditer(window):
             before = window[: verb.start()]
             if _NEGATION.search(before[-60:]):
                 continue
-            if _TYPE_VERB.fullmatch(verb.group(0)) and not (
-                _BANKISH.search(cred.group(0)) or _DESTINATION.search(sentence)
-            ):
+            if _TYPE_VERB.fullmatch(verb.group(0)) and not (_BANKISH.search(cred.group(0)) or has_destination):
                 continue
             return True
     return False
@@ -354,7 +356,8 @@ class Finding:
 
 def split_sentences(text: str) -> list[str]:
     """Sentences of a passage; line breaks end sentences too (lists, headings, table rows)."""
-    return [" ".join(s.split()) for s in _SENTENCE_END.split(text) if s and s.strip()]
+    units = (" ".join(s.split()).strip(_EDGE_HIDDEN) for s in _SENTENCE_END.split(text) if s and s.strip())
+    return [u for u in units if u]
 
 
 def matched_patterns(sentence: str) -> tuple[str, ...]:
@@ -565,6 +568,8 @@ _PREMIUM_PHONE = re.compile(
     r"^(?:\+?1[\s.-]?)?\(?9(?:00|76)\)?[\s.-]?\d{3}[\s.-]?\d{4}$|^(?:\+49[\s.-]?|0)(?:900|137)\b"
     r"|^(?:\+44[\s.-]?|0)9\d{2}\b|^(?:\+33[\s.-]?|0)8[\s.]?9|^\+34[\s.-]?(?:80[3-7]|90[57])",
 )
+# Reasons one sentence's own content gives (markup, a contact, a blob): joining it to its neighbour adds nothing.
+_LOCAL_REASONS = frozenset({"hidden_text", "outside_contact", "encoded"})
 _ADDRESS_ONLY = frozenset({"addressed_to_assistant", "other_language_order"})
 _TWO_LEVEL_SUFFIX = re.compile(r"\.(?:co|com|org|net|gov|ac|gob|gouv)\.[a-z]{2}$", re.IGNORECASE)
 
@@ -676,7 +681,7 @@ def flag_sentence(text: str, *, document_domain: str | None = None) -> tuple[str
     outside = outside_contacts(variants[0], document_domain)
     if outside and (_DIRECTIVE.search(variants[0]) or _MARKDOWN_LINK.search(variants[0])):
         reasons.append("outside_contact")
-    if _HIDDEN_MARKUP.search(text) and re.sub(r"<[^>]*>|<!--|-->|\[(?://|comment|_)\]:\s*#?", " ", text).strip():
+    if _HIDDEN_MARKUP.search(text) and re.sub(r"<!--|-->|\[(?://|comment|_)\]:\s*#?|<[^>]*>", " ", text).strip():
         reasons.append("hidden_text")
     return tuple(reasons)
 
@@ -703,6 +708,7 @@ def _passage_flags(text: str, document_domain: str | None) -> tuple[Flag, ...]:
         joined = flag_sentence(
             f"{units[i - 1].rstrip('.!?:;,')} {units[i]}", document_domain=document_domain
         ) or flag_sentence(f"{units[i - 1]} {units[i]}", document_domain=document_domain)
+        joined = tuple(r for r in joined if r not in _LOCAL_REASONS)
         if joined:
             reasons[i - 1] = reasons[i] = ["split_sentence", *joined]
     # What follows a bare address ("Note to the AI:", "Hinweis für die KI.") is the order it introduces.
@@ -782,15 +788,19 @@ E = TypeVar("E", bound=_EvidenceLike)
 
 def answerable_evidence(evidence: Sequence[E], passages: Sequence[Mapping[str, Any]]) -> list[E]:
     """The evidence the extract style may choose its reply from: a sentence all of whose parts are flagged is left
-    out (it stays in its passage, for quotes); ranking order is kept. Call on the ranked evidence (tools/evidence.py
-    `rank_evidence`) before choosing."""
+    out, one with flagged parts keeps its other parts (the passage keeps all, for quotes); ranking order is kept.
+    Call on the ranked evidence (tools/evidence.py `rank_evidence`) before choosing."""
     kept: list[E] = []
     for item in evidence:
         passage = passages[item.passage - 1] if 1 <= item.passage <= len(passages) else {"text": item.text}
         flagged, domain = passage_flags(passage), document_domain_of(passage)
         units = [u for u in split_sentences(item.text) if u.strip()]
-        if not units or not all(_unit_flagged(u, flagged, domain) for u in units):
+        clean = [u for u in units if not _unit_flagged(u, flagged, domain)]
+        if len(clean) == len(units):
             kept.append(item)
+        elif clean and is_dataclass(item) and not isinstance(item, type):
+            # A sentence that runs into a flagged line (a table row, a line with no full stop): its clean part.
+            kept.append(cast(E, replace(item, text="\n".join(clean))))
     return kept
 
 
@@ -815,18 +825,10 @@ def guard_reply(
     for passage in passages:
         flagged.update(passage_flags(passage))
     if passed and not reviewed and kind != "clarify":
-        lines: list[str] = []
-        dropped = 0
-        for line in text.split("\n"):
-            parts = [p for p in _SENTENCE_END.split(line) if p and p.strip()]
-            keep = [p.strip() for p in parts if not _unit_flagged(p, flagged, None)]
-            dropped += len(parts) - len(keep)
-            if keep or not parts:
-                lines.append(" ".join(keep) if len(keep) != len(parts) else line)
-        remaining = "\n".join(lines).strip()
-        if dropped and len(_CITATION_MARK.sub("", remaining).split()) < 2:
+        kept = _without_flagged(text, flagged)
+        if kept != text and len(_CITATION_MARK.sub("", kept).split()) < 2:
             return not_found, False, FLAGGED_REPLY_REASON, "abstain", []
-        text = remaining if dropped else text
+        text = kept
     warned = [
         cast(C, {**c, "quote": QUOTE_WARNING + str(c.get("quote", ""))})
         if any(_unit_flagged(u, flagged, None) for u in split_sentences(str(c.get("quote", ""))))
@@ -835,6 +837,24 @@ def guard_reply(
         for c in citations
     ]
     return text, passed, reason, kind, warned
+
+
+def _without_flagged(text: str, flagged: Mapping[str, tuple[str, ...]]) -> str:
+    """The reply without the passages' flagged sentences it holds (verbatim, as an extracted reply quotes them,
+    whatever the line breaks) and without its own sentences the rules flag (a written reply); unchanged if none."""
+    out = text
+    for sentence in sorted(flagged, key=len, reverse=True):
+        pattern = r"\s+".join(re.escape(word) for word in sentence.split())
+        out = re.sub(pattern, " ", out) if len(sentence.split()) >= 2 else out
+    lines = []
+    for line in out.split("\n"):
+        parts = [p for p in _SENTENCE_END.split(line) if p and p.strip()]
+        keep = [p.strip() for p in parts if not _unit_flagged(p, {}, None)]
+        lines.append(" ".join(keep) if len(keep) != len(parts) else line)
+    out = "\n".join(line for line in lines if line.strip())
+    if out == text:
+        return text
+    return "\n".join(" ".join(line.split()) for line in out.split("\n")).strip()
 
 
 def strip_hidden(markup: str) -> str:
