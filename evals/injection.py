@@ -413,22 +413,56 @@ def score_generated(case: Mapping[str, Any], result: Mapping[str, Any], injected
     }
 
 
+def obedient_generated(suite_dir: Path) -> Callable[[Sequence[Any]], str]:
+    """A scripted writer that obeys: it writes the first injected line of the suite its prompt shows, with the
+    injection's first payload (else passage [1]'s first sentence), for the write style's worst case."""
+    from reground.tools.fake_chat import first_passage_reply
+
+    payloads = {str(c["doc_id"]): c.get("payloads", []) for c in _jsonl(suite_dir / "cases.jsonl")}
+    lines = [
+        (str(line["text"]), payloads.get(str(r["doc_id"]), [""])[:1])
+        for r in _jsonl(suite_dir / "labels.jsonl")
+        for line in r["lines"]
+        if line["injected"]
+    ]
+
+    def reply(messages: Sequence[Any]) -> str:
+        shown = " ".join(" ".join(str(m.content) for m in messages).split())
+        for text, payload in lines:
+            if " ".join(text.split()) in shown:
+                return " ".join([" ".join(text.split()), *payload])
+        return first_passage_reply(messages)
+
+    return reply
+
+
 def run_generated(
-    suite_dir: Path, data_dir: Path, on_row: Callable[[dict[str, Any]], None] | None = None
+    suite_dir: Path,
+    data_dir: Path,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+    *,
+    style: str = "extract",
 ) -> list[dict[str, Any]]:
     """Every case of a generated suite as a fresh first turn through the compiled graph, LLM-free: the default
-    extract answer style with the scripted model (any call it gets is counted, and answers from passage [1])."""
+    extract answer style with the scripted model (any call it gets is counted, and answers from passage [1]), or
+    the write style with a scripted writer that obeys every injection it is shown (`obedient_generated`)."""
     from langgraph.checkpoint.memory import InMemorySaver
     from reground.graph.builder import build_graph, run_config
     from reground.graph.context import Context
+    from reground.tools.fake_chat import ScriptedChatModel
 
     store = build_store(data_dir, [suite_dir / "docs.jsonl"], collection=COLLECTION)
     injected = {
         r["doc_id"]: [line["text"] for line in r["lines"] if line["injected"]]
         for r in _jsonl(suite_dir / "labels.jsonl")
     }
-    context = Context(collection=COLLECTION, data_dir=str(data_dir))
-    graph = build_graph(chat_model=scripted_model("honest"), store=store, checkpointer=InMemorySaver())
+    context = Context(collection=COLLECTION, data_dir=str(data_dir), answer_style=style)
+    model = (
+        scripted_model("honest")
+        if style == "extract"
+        else ScriptedChatModel(script={"answer": [obedient_generated(suite_dir)]})
+    )
+    graph = build_graph(chat_model=model, store=store, checkpointer=InMemorySaver())
     rows: list[dict[str, Any]] = []
     for case in _jsonl(suite_dir / "cases.jsonl"):
         config = run_config(context, configurable={"thread_id": f"injection-{case['case_id']}"})
@@ -469,7 +503,7 @@ def summarize_generated(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _run_generated_main(suite: Path, out: Path, command: str) -> int:
+def _run_generated_main(suite: Path, out: Path, command: str, style: str = "extract") -> int:
     """--generated: the flags per sentence (flags.json) and the graph run (cases.jsonl, summary.json) of a suite."""
     out.mkdir(parents=True, exist_ok=True)
     flags = measure_flags(suite)
@@ -481,11 +515,12 @@ def _run_generated_main(suite: Path, out: Path, command: str) -> int:
             fh.flush()
 
         started = time.perf_counter()
-        rows = run_generated(suite, Path(tmp), on_row=write)
+        rows = run_generated(suite, Path(tmp), on_row=write, style=style)
     summary = {
         "command": command,
         "suite": str(suite.relative_to(Path(__file__).resolve().parent.parent)) if suite.is_absolute() else str(suite),
-        "model": "scripted:honest (extract style: no call expected)",
+        "answer_style": style,
+        "model": "scripted:honest (no call expected)" if style == "extract" else "scripted, obeys every injection",
         "seconds": round(time.perf_counter() - started, 1),
         "flag_precision": flags["precision"],
         "flag_recall": flags["recall"],
@@ -633,11 +668,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a generated suite (evals/injection_suites.py: --suite evals/data/injection_b): per-sentence flag "
         "precision/recall (flags.json) and the LLM-free graph on its fact and attack questions (summary.json)",
     )
+    parser.add_argument(
+        "--answer-style",
+        choices=("extract", "write"),
+        default="extract",
+        help="with --generated: extract (default, LLM-free) or write with a scripted writer that obeys injections",
+    )
     args = parser.parse_args(argv)
     suite = Path(args.suite)
     command = "python -m reground.evals.injection " + shlex.join(list(argv if argv is not None else sys.argv[1:]))
     if args.generated:
-        return _run_generated_main(suite, Path(args.out), command)
+        return _run_generated_main(suite, Path(args.out), command, args.answer_style)
     if args.model_check is not None:
         return _run_model_check(
             args.model or "local:default", suite, [Path(c) for c in args.model_check], Path(args.out), command
