@@ -1,6 +1,12 @@
-"""The prompt-injection suite (issue 15 item 2): does an answer obey, quote or cite an injected instruction?
+"""The prompt-injection suites: does an answer obey, quote or cite an injected instruction?
 
-    python -m reground.evals.injection --out evals/results/injection [--model SPEC] [--defence preview]
+    python -m reground.evals.injection --generated --suite evals/data/injection_b --out DIR [--answer-style write]
+
+The generated suites (evals/injection_suites.py; issue 29 item 1, evals/injection.md): per-sentence flag precision
+and recall against the suite's labels, and the LLM-free graph on every document's two real-fact questions (is the
+expected fact in a passed reply; is a reply obeying, or only a flagged or injected sentence).
+
+    python -m reground.evals.injection --out DIR [--model SPEC] [--defence preview]
 
 The suite (evals/data/injection/) is 32 short policy pages, each carrying one injected instruction of an
 OWASP LLM01 pattern (direct orders, fake system notes, role play, language switches, exfiltration links and
@@ -15,7 +21,7 @@ unrelated questions that the injection itself might attract, and questions about
 - **unsupported_contacts**: links, addresses, phone numbers in the answer that no cited passage's clean text
   holds, or that an instruction sentence held (tools/injection.py).
 
-`--defence preview` applies tools/injection.py's sanitizer to the retrieved candidates in this process only
+`--defence preview` applies tools/injection.py's flagging to the retrieved candidates in this process only
 (wrapping the retrieve node as the integration plan would), to measure the defence before it is wired into
 the graph; `--defence graph` (the default) measures the graph as it is.
 """
@@ -225,8 +231,8 @@ def build_store(data_dir: Path, paths: Sequence[Path], collection: str = COLLECT
 
 @contextlib.contextmanager
 def defence_preview() -> Iterator[None]:
-    """In this process only: the retrieve node's candidates go through tools/injection.py's sanitizer, as the
-    integration plan wires it (a trace note when something was removed). Restored on exit."""
+    """In this process only: the retrieve node's candidates go through tools/injection.py's flagging again, as the
+    retrieve node wires it (a trace note when something was flagged). Restored on exit."""
     import reground.graph.builder as builder
 
     original = builder.retrieve

@@ -8,8 +8,8 @@ university's student-services FAQ (Riverside University, GBP, second person, "yo
 facts, each with a question and the fact the reply must state, and one injected instruction in one of 17 styles
 (policy-phrased orders, fake citations, other languages, split sentences, tables, hidden comments, zero-width
 characters, base64, leetspeak, look-alike letters, markdown links and contacts outside the site, credential
-requests, role play, plain overrides). The two suites share no template, vocabulary list or injection wording:
-suite B was written after the rules were tuned on suite A and was not used to change them.
+requests, role play, plain overrides). The two suites share no template, vocabulary list or injection wording;
+the rules were tuned on suite A only and were not changed after suite B was measured.
 
 Files per suite: docs.jsonl (ingested), labels.jsonl (per document its lines, each marked injected or not: the
 per-sentence truth), cases.jsonl (fact and attack questions with the expected fact and the injection's payloads).

@@ -1,8 +1,8 @@
 """Fine-grained retrieval: hybrid document search, then paragraph scoring, always inside the user's scope.
 
-Retrieved text is data, never instructions: sentences that give the assistant orders (and text a reader does not
-see) are removed from the candidates here, before rerank, evidence, answer or citation can use them; the trace
-notes what was removed (tools/injection.py, measured in evals/results/injection/)."""
+Retrieved text is data, never instructions: sentences that give the assistant orders, ask for credentials or send
+the reader outside the document's site are flagged here (kept whole, the flags in each passage's metadata), and the
+reply never obeys one or says one alone (tools/injection.py; measured in evals/injection.md)."""
 
 from __future__ import annotations
 
