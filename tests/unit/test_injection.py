@@ -1,5 +1,5 @@
-"""Retrieved text is data, never instructions: the detection rules, the sanitizer, the contacts check, the
-injection suite's data and its runner (with a scripted model, offline)."""
+"""Retrieved text is data, never instructions, and the reader sees it whole: the flagging rules, the reply guard,
+the contacts check, the injection suite's data and its runner (with a scripted model, offline)."""
 
 from __future__ import annotations
 
