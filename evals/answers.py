@@ -47,7 +47,14 @@ GRAPH_SYSTEMS: dict[str, dict[str, Any]] = {
     "reground-paragraph": {"answer_length": "paragraph"},  # up to 3 evidence sentences from any passage
     "reground-write": {"answer_style": "write"},  # the chat model writes the reply (extract is the default)
     "reground-llm_self_check": {"answer_style": "write", "use_self_check": True},
-    "reground-no_triage": {"support_threshold": 0.0, "use_clarify": False},  # never abstains early nor asks back
+    # never abstains early, hedges nor asks back
+    "reground-no_triage": {
+        "support_threshold": 0.0,
+        "judge_hedge_threshold": 0.0,
+        "judge_answer_threshold": 0.0,
+        "use_clarify": False,
+    },
+    "reground-no_judge": {"use_trained_judge": False},  # the hand-made evidence score and support threshold decide
     "reground-no_reground": {"use_reground": False},
     "reground-no_refine": {"use_principle_refinement": False},
 }

@@ -24,8 +24,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-Behaviour = Literal["answer", "abstain", "clarify"]
-KINDS: tuple[Behaviour, ...] = ("answer", "abstain", "clarify")
+# hedge: the graph's middle band, the closest passage said as not quite the answer (baselines never hedge).
+Behaviour = Literal["answer", "hedge", "abstain", "clarify"]
+KINDS: tuple[Behaviour, ...] = ("answer", "hedge", "abstain", "clarify")
 ANSWERABILITY = ("ANSWERABLE", "UNANSWERABLE", "UNDERSPECIFIED", "PARTIAL")
 ANSWERED_CLASSES = ("ANSWERABLE", "PARTIAL")  # classes with a reference answer worth a token F1
 PARTIAL_MIN_WORDS = 10
@@ -33,6 +34,7 @@ PARTIAL_MIN_WORDS = 10
 GRAPH_KINDS: dict[str, Behaviour] = {
     "answer": "answer",
     "partial": "answer",
+    "hedge": "hedge",
     "abstain": "abstain",
     "not_found": "abstain",
     "clarify": "clarify",

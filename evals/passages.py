@@ -23,10 +23,16 @@ from typing import Any
 
 from reground.evals.baselines import rag_passages
 from reground.evals.bench import EVAL_CHUNK_TOKENS
+from reground.evals.judge import held_out
 
 
 def compare_passages(
-    docs: Path, cases: Path, *, data_dir: str | None = None, limit: int | None = None
+    docs: Path,
+    cases: Path,
+    *,
+    data_dir: str | None = None,
+    limit: int | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Per case, whether the graph's final passages and history RAG's hold the gold document; and the shares."""
     from reground.evals.answers import graph_messages
@@ -42,7 +48,9 @@ def compare_passages(
     model = ScriptedChatModel(script={"answer": [first_passage_reply]})
     graph = build_graph(chat_model=model, store=store)
     context = Context(
-        collection=collection_name(docs, EVAL_CHUNK_TOKENS), **({"data_dir": data_dir} if data_dir else {})
+        collection=collection_name(docs, EVAL_CHUNK_TOKENS),
+        **({"data_dir": data_dir} if data_dir else {}),
+        **(overrides or {}),
     )
     retriever = HybridRetriever(store)
     rows: list[dict[str, Any]] = []
@@ -54,6 +62,7 @@ def compare_passages(
         rows.append(
             {
                 "case_id": case.case_id,
+                "judge_held_out": held_out(case.dial_id),
                 "followup": bool(case.history),
                 "kind": out["result"]["kind"],
                 "reground": case.gold_doc_id in {p["doc_id"] for p in out["result"]["passages"]},
@@ -69,6 +78,7 @@ def summarize(rows: Sequence[dict[str, Any]], docs: Path, cases: Path, seconds: 
         return round(statistics.mean(float(r[system]) for r in subset), 4) if subset else None
 
     followups = [r for r in rows if r["followup"]]
+    unseen = [r for r in rows if r.get("judge_held_out")]
     return {
         "cases": len(rows),
         "gold_doc_in_passages": {s: share(s, rows) for s in ("reground", "history_rag")},
@@ -77,6 +87,15 @@ def summarize(rows: Sequence[dict[str, Any]], docs: Path, cases: Path, seconds: 
         "only_history_rag": sum(r["history_rag"] and not r["reground"] for r in rows),
         # The graph's own reply (extracted, LLM-free) against the human one, every case (clarifications included).
         "reground_reply_token_f1": round(statistics.mean(r["reply_token_f1"] for r in rows), 4) if rows else None,
+        # The dialogues the judge (evals/judge.py) was not trained on.
+        "judge_held_out": {
+            "cases": len(unseen),
+            "reground_reply_token_f1": round(statistics.mean(r["reply_token_f1"] for r in unseen), 4)
+            if unseen
+            else None,
+            "gold_doc_in_passages": {s: share(s, unseen) for s in ("reground", "history_rag")},
+        },
+        "kinds": {k: sum(1 for r in rows if r["kind"] == k) for k in sorted({r["kind"] for r in rows})},
         "docs": str(docs),
         "cases_path": str(cases),
         "seconds": round(seconds, 1),
@@ -90,8 +109,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="output directory (summary.json, cases.jsonl)")
     parser.add_argument("--limit", type=int, default=None, help="first N cases with a gold answer")
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="FIELD=JSON", help="a Context field for the graph (repeatable)"
+    )
     args = parser.parse_args(argv)
-    result = compare_passages(args.docs, args.cases, data_dir=args.data_dir, limit=args.limit)
+    overrides = {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        overrides[key] = json.loads(value)
+    result = compare_passages(args.docs, args.cases, data_dir=args.data_dir, limit=args.limit, overrides=overrides)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "summary.json").write_text(json.dumps(result["summary"], indent=2) + "\n", encoding="utf-8")
     with (args.out / "cases.jsonl").open("w", encoding="utf-8") as fh:

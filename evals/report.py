@@ -70,7 +70,7 @@ EXPECTED = {
     "UNDERSPECIFIED": "clarify",
     "PARTIAL": "answer (the covered part)",
 }
-KIND_COLOURS = {"answer": "#4c72b0", "abstain": "#dd8452", "clarify": "#55a868"}
+KIND_COLOURS = {"answer": "#4c72b0", "hedge": "#8172b3", "abstain": "#dd8452", "clarify": "#55a868"}
 
 
 class ReportError(InputError):
@@ -264,10 +264,10 @@ def plot_behaviour(answers: Mapping[str, Mapping[str, Any]], path: Path) -> str:
 
 
 def _behaviour_table(answers: Mapping[str, Mapping[str, Any]]) -> str:
-    """system × class: n, the three shares, and token F1 / gold in passages where a class has them."""
+    """system × class: n, the share of each behaviour, and token F1 / gold in passages where a class has them."""
     lines = [
-        "| system | class (expected) | n | answer | abstain | clarify | token F1 | gold in passages |",
-        "|---|---|---|---|---|---|---|---|",
+        "| system | class (expected) | n | " + " | ".join(KINDS) + " | token F1 | gold in passages |",
+        "|---|---|---|" + "---|" * len(KINDS) + "---|---|",
     ]
     for label in _classes(answers):
         for name, m in answers.items():

@@ -102,7 +102,7 @@ def route_after_triage(
         if context.use_reground and state.get("history") and state.get("reground_attempts", 0) < limit:
             return "re_ground"
         return "finalize"
-    return "answer"
+    return "answer"  # "answer", or "hedge": the answer node quotes the closest sentences as such
 
 
 def route_after_check(

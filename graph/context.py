@@ -33,6 +33,7 @@ from reground.prompts import refine as refine_prompts
 from reground.prompts import refine_question as refine_question_prompts
 from reground.prompts import rerank as rerank_prompts
 from reground.tools.errors import InputError
+from reground.tools.reading import EvidenceWeights
 from reground.tools.retrieval import RetrievalSettings
 from reground.tools.search_index import IndexSettings
 from reground.tools.services import Role
@@ -380,6 +381,38 @@ class Context(EnvSettings):
             "ones the documents do not mention (a partial answer); 0 = never."
         ),
     )
+    use_trained_judge: bool = Field(
+        default=True,
+        description=(
+            "Let the judge trained here (tools/judge.py, reground/data/judge/) rank the evidence sentences by whether "
+            "they answer the question and decide answer / hedge / abstain from its answerability; off: the "
+            "hand-made evidence score and the support threshold decide (evals/results/judge/)."
+        ),
+    )
+    judge_rank_weight: float = Field(
+        default=1.0,
+        ge=0.0,
+        description=(
+            "With the judge: evidence sentences rank by their hand-made score plus this x the judge's probability "
+            "that they answer (doc2dial dev dialogues not trained on: answer-sentence MRR 0.536 -> 0.600, the "
+            "top sentence's token F1 unchanged; the judge alone 0.615 but lower F1)."
+        ),
+    )
+    judge_answer_threshold: Share = Field(
+        default=0.7919,
+        description=(
+            "With the judge: answer confidently when its answerability is at least this; between the hedge "
+            "threshold and this, the reply says the documents do not say it exactly and quotes the closest passage."
+        ),
+    )
+    judge_hedge_threshold: Share = Field(
+        default=0.3002,
+        description=(
+            "With the judge: abstain (after the re-retrieval) when its answerability is below this. Both thresholds "
+            "are calibrated out of fold on MTRAG-UN dev: at most 3% of answerable tasks abstain, at most 20% of "
+            "unanswerable ones are answered confidently (evals/results/judge/summary.json)."
+        ),
+    )
 
     # --- answer --------------------------------------------------------------------------
     answer_style: AnswerStyle = Field(
@@ -587,6 +620,11 @@ class Context(EnvSettings):
     def _consistent(self) -> Self:
         if self.rerank_method == "http" and not self.rerank_url:
             raise ValueError("context field 'rerank_url' is required when rerank_method is 'http'")
+        if self.judge_hedge_threshold > self.judge_answer_threshold:
+            raise ValueError(
+                f"context field 'judge_hedge_threshold' ({self.judge_hedge_threshold}) must not be above "
+                f"'judge_answer_threshold' ({self.judge_answer_threshold})"
+            )
         if self.support_low >= self.support_high:
             raise ValueError(
                 f"context field 'support_low' ({self.support_low}) must be below 'support_high' ({self.support_high})"
@@ -614,6 +652,16 @@ class Context(EnvSettings):
         path = data_dir(self.data_dir or None) / CALIBRATION_FILE
         calibrated = read_calibrated_value("support_threshold", path, high=3.0, collection=self.collection)
         return DEFAULT_SUPPORT_THRESHOLD if calibrated is None else calibrated
+
+    def evidence_weights(self) -> EvidenceWeights:
+        """How the hand-made evidence score weighs its parts (tools/reading.py)."""
+        return EvidenceWeights(
+            dense=self.evidence_dense_weight,
+            dialogue=self.evidence_dialogue_weight,
+            continuity=self.evidence_continuity_weight,
+            history_token_budget=self.history_token_budget,
+            judge=self.judge_rank_weight,
+        )
 
     def model_for(self, role: Role) -> str:
         """The model spec a role uses: its own if set, else the shared chat_model."""

@@ -59,6 +59,8 @@ class EvidenceItem(TypedDict):
     dense_dialogue: float
     order: int
     continuity: float  # how closely it follows the sentence the previous reply came from, in [0, 1]
+    judge: float  # the trained judge's probability that it answers the question (-1: not judged)
+    judge_weight: float  # the weight of that probability in the ranking
 
 
 class ClarifyOption(TypedDict):
@@ -129,8 +131,9 @@ class State(InputState, total=False):
     passages: list[Passage]
     evidence: list[EvidenceItem]  # the passages' sentences ranked against the question (set by triage)
     signals: dict[str, float]  # support, coverage and readings measured on the passages (set by triage)
-    decision: str  # "answer" | "clarify" | "abstain": triage's verdict on the retrieved passages
+    decision: str  # "answer" | "hedge" | "clarify" | "abstain": triage's verdict on the retrieved passages
     options: list[ClarifyOption]  # the readings a clarifying question offers
+    referent: str  # an opening question's pronoun that nothing said yet names ("it"): the turn asks what it is
     missing: list[str]  # the question's content words no passage covers
     judgements: list[PassageJudgement]
     draft: Draft | None
@@ -161,6 +164,7 @@ PER_TURN_DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "signals": {},
         "decision": "answer",
         "options": [],
+        "referent": "",
         "missing": [],
         "judgements": [],
         "draft": None,

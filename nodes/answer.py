@@ -154,15 +154,18 @@ def with_gap(text: str, state: State, env: NodeEnv) -> tuple[str, str]:
     return f"{text} {gap}", "partial"
 
 
-def extracted(state: State, env: NodeEnv, passages: Sequence[Passage], evidence: Sequence[Evidence]) -> dict[str, Any]:
-    """The extract style: the best evidence sentences as the reply, their passages as the helpful ones."""
+def extracted(
+    state: State, env: NodeEnv, passages: Sequence[Passage], evidence: Sequence[Evidence], *, hedge: bool = False
+) -> dict[str, Any]:
+    """The extract style: the best evidence sentences as the reply, their passages as the helpful ones (`hedge`: a
+    draft of kind "hedge", which the reply introduces as the closest the documents come)."""
     context = env.context
     evidence = answerable_evidence(evidence, passages)  # a flagged sentence never answers alone (tools/injection.py)
     text, helpful = extracted_sentences(evidence, context.answer_length)
     if not text:
         env.stats.notes.append("no passage sentence to answer with")
         return {"judgements": [], "draft": not_found_draft(passages, state, context.escalation)}
-    reply, kind = with_gap(text, state, env)
+    reply, kind = (text, "hedge") if hedge else with_gap(text, state, env)
     env.stats.notes.append(f"answered with {len(helpful)} passage(s)' own sentences")
     draft = make_draft(reply, passages, state, evidence, kind=kind)
     return {"judgements": judgements_from(passages, helpful, "holds the answer's sentence"), "draft": draft}
@@ -174,6 +177,9 @@ def answer(state: State, env: NodeEnv) -> dict[str, Any]:
     if not passages:
         return {"judgements": [], "draft": not_found_draft(passages, state, context.escalation), "draft_checked": False}
     evidence = evidence_of(state)
+    if state.get("decision") == "hedge":
+        # Only something close was found: its own words, said as the closest the documents come (no written reply).
+        return {**extracted(state, env, passages, evidence, hedge=True), "draft_checked": False}
     if context.answer_style == "extract":
         return {**extracted(state, env, passages, evidence), "draft_checked": False}
     env.progress("answer", "writing the answer")

@@ -17,7 +17,13 @@ def join_options(labels: list[str]) -> str:
 
 def clarify(state: State, env: NodeEnv) -> dict[str, Any]:
     options = list(state.get("options", []))
-    text = prompts.CLARIFY.format(options=join_options([o["label"] for o in options]))
+    labels = join_options([o["label"] for o in options])
+    referent = state.get("referent", "")
+    text = (
+        prompts.CLARIFY_REFERENT.format(referent=referent, options=labels)
+        if referent
+        else prompts.CLARIFY.format(options=labels)
+    )
     env.progress("clarify", "asking which one you mean", options=[o["label"] for o in options])
     draft = Draft(
         text=text,

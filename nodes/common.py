@@ -15,10 +15,9 @@ from reground.graph.context import Context
 from reground.graph.state import Draft, State
 from reground.prompts import answer as answer_prompts
 from reground.prompts.formatting import format_conversation, format_history, format_passages
-from reground.tools.answerability import depends_on_dialogue
 from reground.tools.chat import CallStats
-from reground.tools.evidence import Evidence, turn_evidence
-from reground.tools.retrieval import history_query
+from reground.tools.evidence import Evidence
+from reground.tools.reading import TurnReading, read_turn
 from reground.tools.services import Services
 from reground.tools.types import Passage
 
@@ -74,23 +73,18 @@ def question_of(state: State) -> str:
     return state.get("standalone_question") or state["question"]
 
 
-def evidence_for(state: State, passages: Sequence[Passage], env: NodeEnv) -> list[Evidence]:
-    """The passages' sentences ranked against the turn's question (computed once per retrieval, by triage)."""
-    question = question_of(state)
-    history = state.get("history", [])
-    return turn_evidence(
-        question,
-        history,
+def evidence_for(state: State, passages: Sequence[Passage], env: NodeEnv) -> TurnReading:
+    """The passages' sentences ranked against the turn's question (computed once per retrieval, by triage): by the
+    trained judge when the context uses it, which also says whether the passages answer the question at all."""
+    context = env.context
+    return read_turn(
+        question_of(state),
+        state["question"],
+        state.get("history", []),
         passages,
-        env.services.retriever(env.context).embed,
-        rewritten=question != state["question"],
-        dense_weight=env.context.evidence_dense_weight,
-        # A follow-up that depends on the dialogue is also read with it (the support signal's second view).
-        dialogue_query=history_query(state["question"], history, env.context.history_token_budget)
-        if depends_on_dialogue(state["question"], bool(history))
-        else "",
-        dialogue_weight=env.context.evidence_dialogue_weight,
-        continuity_weight=env.context.evidence_continuity_weight,
+        env.services.retriever(context).embed,
+        context.evidence_weights(),
+        judge=env.services.judge() if context.use_trained_judge else None,
     )
 
 

@@ -36,6 +36,13 @@ def outcome(draft: Draft | None, state: State, context: Context) -> tuple[str, b
     not_found = answer_prompts.NOT_FOUND.format(escalation=context.escalation)
     if state.get("decision") == "abstain":
         signals = state.get("signals", {})
+        if "answerable" in signals:
+            reason = (
+                f"the judge finds no answer in the passages: answerable {signals['answerable']:.2f} < threshold "
+                f"{signals.get('hedge_threshold', 0.0):.2f} after {state.get('reground_attempts', 0)} re-grounding "
+                "attempt(s)"
+            )
+            return not_found, False, reason
         support, threshold = signals.get("support", 0.0), signals.get("support_threshold", 0.0)
         reason = (
             f"no passage supports the question: support {support:.2f} < threshold {threshold:.2f} "
@@ -70,7 +77,7 @@ def reply_kind(draft: Draft | None, passed: bool) -> str:
     """What the user got: an answer, a partial answer, a clarifying question, or an abstention."""
     if not passed or draft is None:
         return "abstain"
-    return draft["kind"] if draft["kind"] in ("partial", "clarify") else "answer"
+    return draft["kind"] if draft["kind"] in ("partial", "clarify", "hedge") else "answer"
 
 
 MAX_QUOTE_CHARS = 600
@@ -162,6 +169,8 @@ def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
         text, passed, citations = answer_prompts.NOT_FOUND.format(escalation=context.escalation), False, []
         reason = f"the answer gives a contact no cited passage holds: {', '.join(foreign)}"
         kind = "abstain"
+    if kind == "hedge":
+        text = answer_prompts.HEDGE.format(quote=text)  # the closest sentences, said as such (their citations hold)
     trace = [*state.get("trace", [])]
     result = TurnResult(
         answer=text,

@@ -16,7 +16,7 @@ from typing import Any
 
 from reground.graph.state import ClarifyOption, EvidenceItem, State
 from reground.nodes.common import NodeEnv, evidence_for, question_of
-from reground.tools.answerability import coverage, readings, support, unresolved_references
+from reground.tools.answerability import coverage, dangling_referent, readings, support, unresolved_references
 
 OPENING_MESSAGES = 2  # a question with at most the first exchange before it opens the conversation
 
@@ -24,7 +24,8 @@ OPENING_MESSAGES = 2  # a question with at most the first exchange before it ope
 def triage(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
     passages = list(state.get("passages", []))
-    evidence = evidence_for(state, passages, env) if passages else []
+    reading = evidence_for(state, passages, env) if passages else None
+    evidence = reading.evidence if reading else []
     supported = support(evidence, context.evidence_dense_weight)
     covered, missing = coverage(question_of(state), [p["text"] for p in passages])
     # A reply to the turn's own clarifying question is never asked back again.
@@ -42,6 +43,7 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         "signals": signals,
         "missing": missing,
         "options": [],
+        "referent": "",
     }
     opening = len(state.get("history", [])) <= OPENING_MESSAGES
     needed = context.clarify_min_readings_opening if opening else context.clarify_min_readings
@@ -51,6 +53,17 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         )
         options = [ClarifyOption(label=r.label, doc_id=r.doc_id, chunk_id=r.chunk_id) for r in found]
         return {**update, "decision": "clarify", "options": options}
+    if reading is not None and reading.answerable is not None:
+        decision = judged_decision(reading.answerable, signals, env)
+        referent = dangling_referent(state["question"], state.get("history", []))
+        if decision != "answer" and referent and context.use_clarify:
+            # "How do I configure it?" opening a conversation: ask what "it" is, naming what the documents cover.
+            topics = readings(state.get("candidates", []), ratio=0.0)
+            if topics:
+                env.stats.notes.append(f"{referent!r} names nothing said yet: asking what it refers to")
+                options = [ClarifyOption(label=r.label, doc_id=r.doc_id, chunk_id=r.chunk_id) for r in topics]
+                return {**update, "decision": "clarify", "options": options, "referent": referent}
+        return {**update, "decision": decision}
     threshold = context.resolved_support_threshold()
     signals["support_threshold"] = threshold
     if supported < threshold:
@@ -58,3 +71,24 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         return {**update, "decision": "abstain"}
     env.stats.notes.append(f"support {supported:.2f}, coverage {covered:.2f}")
     return {**update, "decision": "answer"}
+
+
+def judged_decision(answerable: float, signals: dict[str, float], env: NodeEnv) -> str:
+    """The judge's three bands (ReGround's rule, CRAG's three grades): answer when it finds an answer, hedge when it
+    finds only something close, abstain when it finds nothing (thresholds calibrated on MTRAG-UN dev,
+    evals/results/judge/)."""
+    context = env.context
+    signals["answerable"] = round(answerable, 4)
+    signals["answer_threshold"] = context.judge_answer_threshold
+    signals["hedge_threshold"] = context.judge_hedge_threshold
+    if answerable < context.judge_hedge_threshold:
+        threshold = context.judge_hedge_threshold
+        env.stats.notes.append(
+            f"the judge finds no answer in the passages (answerable {answerable:.2f} < {threshold:.2f})"
+        )
+        return "abstain"
+    if answerable < context.judge_answer_threshold:
+        env.stats.notes.append(f"the judge finds only a close passage (answerable {answerable:.2f}): hedging")
+        return "hedge"
+    env.stats.notes.append(f"the judge finds an answer (answerable {answerable:.2f})")
+    return "answer"

@@ -42,6 +42,9 @@ EVIDENCE = """The passage sentences closest to this question (use them if they a
 # What a partial answer adds: the question's words no passage mentions (the reply answers the rest).
 PARTIAL = "The documents do not mention {missing}."
 
+# A reply the judge finds only close to an answer: the passages' closest sentences, said as such (ReGround's middle
+# band; CRAG's "ambiguous").
+HEDGE = "The documents do not say this exactly. The closest they come is: {quote}"
 NOT_FOUND = "I could not find this in the documents available to you, so I won't guess: {escalation}."
 
 EMPTY_QUESTION = "Please type a question. I answer questions about the documents in '{collection}'."

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 
 # Each group lives in its own module and adds its sub-commands; imported lazily so `--help` is quick
 # and a missing optional extra only breaks its own group.
-COMMAND_GROUPS = ("llm", "ingest", "collections", "conversation", "eval")
+COMMAND_GROUPS = ("llm", "ingest", "collections", "conversation", "eval", "judge")
 
 BUG_EXIT_CODE = 1
 INTERRUPTED_EXIT_CODE = 130
@@ -93,10 +93,17 @@ def terminal_safe_streams() -> Iterator[None]:
 def quiet_libraries(debug: bool) -> Iterator[None]:
     """Libraries' warnings (pypdf on a corrupt PDF, deprecations) and log records stay off stderr unless --debug:
     the user gets reground's one line about what happened, not a library's aside before it."""
-    if debug:
-        yield
-        return
     root = logging.getLogger()
+    if debug:
+        # Shown on stderr whatever handlers the host process set up (logging's last resort only serves a bare root).
+        loud = logging.StreamHandler(sys.stderr)
+        loud.setLevel(logging.WARNING)
+        root.addHandler(loud)
+        try:
+            yield
+        finally:
+            root.removeHandler(loud)
+        return
     silent = logging.NullHandler()  # root has a handler: logging's last resort (stderr, WARNING+) is not used
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

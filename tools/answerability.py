@@ -69,6 +69,22 @@ def support(evidence: Sequence[Evidence], dense_weight: float = 1.0) -> float:
     return max((e.lexical + dense_weight * max(e.dense, e.dense_dialogue) for e in evidence), default=0.0)
 
 
+# A question with a pronoun and at most this many content words leans on the pronoun for its topic.
+MAX_REFERENT_CONTENT_WORDS = 2
+
+
+def dangling_referent(question: str, history: Sequence[Mapping[str, str]]) -> str:
+    """The pronoun an opening question leans on for its topic ("How do I configure it?" -> "it"), when nothing said
+    before names it and the question itself has at most MAX_REFERENT_CONTENT_WORDS content words; else ""."""
+    if history:
+        return ""
+    match = re.search(r"\b(it|its|this|that|these|those|they|them|their)\b\s*[?.!]?\s*$", question.strip(), re.I)
+    match = match or re.search(r"\b(it|they|them)\b", question, re.I)
+    if match is None or len(lexical_tokens(question)) > MAX_REFERENT_CONTENT_WORDS:
+        return ""
+    return match.group(1).lower()
+
+
 def stands_alone(question: str, history: Sequence[Mapping[str, str]]) -> bool:
     """Whether a follow-up can be read without the dialogue: no pronoun or ellipsis (`depends_on_dialogue`) and no
     definite reference to something the dialogue never named ("the first program", "the questions"). Only such a

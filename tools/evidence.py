@@ -67,6 +67,14 @@ class Evidence:
     dense_dialogue: float = 0.0  # cosine with the question in its dialogue (the history query), when one was given
     order: int = 0  # the sentence's place in the passages (passage by passage, in reading order)
     continuity: float = 0.0  # in [0, 1]: 1 right after the previous reply's sentence, fading (before weighting)
+    judge: float = -1.0  # the judge's probability that the sentence answers the question (-1: not judged)
+    judge_weight: float = 0.0  # how much of that probability the ranking adds to the score
+
+    @property
+    def strength(self) -> float:
+        """What the evidence is ranked by: the hand-made score plus, when the judge read it, its weighted
+        probability that the sentence answers the question."""
+        return self.score + self.judge_weight * max(self.judge, 0.0)
 
 
 def _normalised(text: str) -> str:
@@ -269,36 +277,48 @@ def turn_evidence(
     history: Sequence[Mapping[str, str]],
     passages: Sequence[Passage],
     embed: Callable[[Sequence[str]], np.ndarray],
+    **weights: Any,
+) -> list[Evidence]:
+    """The passage sentences closest to a turn's question, best first (`turn_evidence_vectors` without vectors)."""
+    return turn_evidence_vectors(question, history, passages, embed, **weights)[0]
+
+
+def turn_evidence_vectors(
+    question: str,
+    history: Sequence[Mapping[str, str]],
+    passages: Sequence[Passage],
+    embed: Callable[[Sequence[str]], np.ndarray],
     *,
     rewritten: bool = False,
     dense_weight: float = 1.0,
     dialogue_query: str = "",
     dialogue_weight: float = 0.0,
     continuity_weight: float = 0.0,
-) -> list[Evidence]:
+) -> tuple[list[Evidence], np.ndarray, np.ndarray, np.ndarray | None]:
     """The passage sentences closest to a turn's question: its words (plus, for a follow-up that was not rewritten,
     the user's previous message), its vector and, given `dialogue_query`, the vector of the question read in its
     dialogue (weighted `dialogue_weight`), and how closely they follow the previous reply (`continuity_weight`).
     Sentences the previous reply already said are left out, unless the question asks for one again
     (`asked_again`): they are not the answer to a follow-up. `embed` maps texts to unit vectors (the retriever's
     cached MiniLM); the sentences' vectors come from the store when it kept them at ingest, so a turn embeds at most
-    the question."""
+    the question. Returns (evidence best first, every sentence's vector in `order` order, the question's vector, the
+    dialogue reading's vector or None): what the judge (tools/judge.py) reads beside the evidence."""
     lexical_query = question
     if not rewritten:
         previous_user = next((str(t["text"]) for t in reversed(history) if t.get("role") == "user"), "")
         lexical_query = f"{question} {previous_user}".strip()
     per_passage = [text_sentences(p["text"]) for p in passages]
     if not any(per_passage):
-        return []
+        return [], np.zeros((0, 0), dtype=np.float32), np.zeros(0, dtype=np.float32), None
     # One call: the question (cached), the question in its dialogue if given, and the sentences not kept at ingest.
     dialogue = [dialogue_query] if dialogue_query and dialogue_query != question else []
     vectors, per_passage_rows = sentence_vectors(embed, [question, *dialogue], passages, per_passage)
-    rows = [row for passage_rows in per_passage_rows for row in passage_rows]
+    rows = np.asarray([row for passage_rows in per_passage_rows for row in passage_rows])
     said = previous_reply(history)
     ranked = rank_evidence(
         lexical_query,
         passages,
-        sentence_vectors=np.asarray(rows),
+        sentence_vectors=rows,
         question_vector=vectors[0],
         dense_weight=dense_weight,
         # The question read with its dialogue: the support signal's second view, and a part of the ranking.
@@ -308,7 +328,8 @@ def turn_evidence(
         continuity_weight=continuity_weight,
     )
     again = asked_again(question, ranked)
-    return [e for e in ranked if e.order == again or not repeats(e.text, said)]
+    kept = [e for e in ranked if e.order == again or not repeats(e.text, said)]
+    return kept, rows, vectors[0], (vectors[1] if dialogue else None)
 
 
 def asked_again(question: str, evidence: Sequence[Evidence]) -> int | None:
@@ -412,7 +433,7 @@ def extractive_answer(
     best = answers[0]
     picked = [best]
     for item in answers[1:]:
-        if len(picked) >= max_sentences or item.score < ratio * best.score:
+        if len(picked) >= max_sentences or item.strength < ratio * best.strength:
             break
         if not same_passage or item.passage == best.passage:
             picked.append(item)

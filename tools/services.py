@@ -14,6 +14,7 @@ from langchain_core.language_models import BaseChatModel
 
 if TYPE_CHECKING:
     from reground.tools.embeddings import Embedder
+    from reground.tools.judge import JudgeModel
     from reground.tools.retrieval import HybridRetriever, RetrievalSettings, SearchStore
     from reground.tools.search_index import IndexSettings
     from reground.tools.vector_store import VectorStore
@@ -117,6 +118,12 @@ class Services:
                 f"`reground ingest PATH --collection {context.collection}`"
             )
         return store
+
+    def judge(self) -> JudgeModel:
+        """The judge trained here (tools/judge.py), shipped with the package and loaded once per process."""
+        from reground.tools.judge import shipped_judge
+
+        return shipped_judge()
 
     def retriever(self, context: ServiceSettings) -> HybridRetriever:
         from reground.tools.retrieval import HybridRetriever

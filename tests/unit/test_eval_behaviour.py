@@ -106,7 +106,7 @@ def test_behaviour_table_fractions_and_answered_metrics() -> None:
     assert table["ANSWERABLE"]["answer"] == pytest.approx(2 / 3) and table["ANSWERABLE"]["clarify"] == 0.0
     assert table["ANSWERABLE"]["token_f1"] == pytest.approx(0.3)
     assert table["ANSWERABLE"]["gold_in_passages"] == pytest.approx(2 / 3)
-    assert table["UNANSWERABLE"] == {"n": 2, "answer": 0.5, "abstain": 0.5, "clarify": 0.0}  # no F1 there
+    assert table["UNANSWERABLE"] == {"n": 2, "answer": 0.5, "hedge": 0.0, "abstain": 0.5, "clarify": 0.0}  # no F1 there
     assert table["UNDERSPECIFIED"]["clarify"] == 1.0
     assert behaviour_table([rows[-1]]) == {}
 
@@ -263,14 +263,15 @@ def test_baselines_behaviour_per_class_scoped_by_collection(
         assert behaviour["ANSWERABLE"] == {
             "n": 2,
             "answer": 1.0,
+            "hedge": 0.0,
             "abstain": 0.0,
             "clarify": 0.0,
             "token_f1": pytest.approx(behaviour["ANSWERABLE"]["token_f1"]),
             "gold_in_passages": 1.0,
         }
         assert behaviour["ANSWERABLE"]["token_f1"] > 0.2
-        assert behaviour["UNANSWERABLE"] == {"n": 1, "answer": 0.0, "abstain": 1.0, "clarify": 0.0}
-        assert behaviour["UNDERSPECIFIED"] == {"n": 1, "answer": 0.0, "abstain": 0.0, "clarify": 1.0}
+        assert behaviour["UNANSWERABLE"] == {"n": 1, "answer": 0.0, "hedge": 0.0, "abstain": 1.0, "clarify": 0.0}
+        assert behaviour["UNDERSPECIFIED"] == {"n": 1, "answer": 0.0, "hedge": 0.0, "abstain": 0.0, "clarify": 1.0}
         assert behaviour["PARTIAL"]["n"] == 1 and behaviour["PARTIAL"]["answer"] == 1.0
         assert s["behaviour_source"] == {"graph": 0, "rule": 5}
         # The graph's relevance signal, scored on the baseline's own answers (no loop acted on them).
@@ -296,8 +297,8 @@ def test_baselines_behaviour_per_class_scoped_by_collection(
 
     report = write_report([out], tmp_path / "report").read_text()
     assert "## Answer, abstain or ask" in report
-    assert "| naive_rag | UNANSWERABLE (abstain) | 1 | 0.00 | 1.00 | 0.00 | – | – |" in report
-    assert "| history_rag | UNDERSPECIFIED (clarify) | 1 | 0.00 | 0.00 | 1.00 | – | – |" in report
+    assert "| naive_rag | UNANSWERABLE (abstain) | 1 | 0.00 | 0.00 | 1.00 | 0.00 | – | – |" in report
+    assert "| history_rag | UNDERSPECIFIED (clarify) | 1 | 0.00 | 0.00 | 0.00 | 1.00 | – | – |" in report
     png = tmp_path / "report" / "behaviour.png"
     assert "![behaviour](behaviour.png)" in report and png.read_bytes()[:4] == b"\x89PNG"
     assert png.stat().st_size > 10_000
@@ -335,7 +336,7 @@ def test_graph_kind_and_relevance_correlations(
     s = summary["systems"]["reground"]
     assert s["behaviour_source"] == {"graph": 5, "rule": 0}
     # The graph said "abstain" on the underspecified case, though the rule would not have said so.
-    assert s["behaviour"]["UNDERSPECIFIED"] == {"n": 1, "answer": 0.0, "abstain": 1.0, "clarify": 0.0}
+    assert s["behaviour"]["UNDERSPECIFIED"] == {"n": 1, "answer": 0.0, "hedge": 0.0, "abstain": 1.0, "clarify": 0.0}
 
     corr = s["correlations"]
     rows = {r["case_id"]: r for r in read_jsonl(out / "reground" / "cases.jsonl")}

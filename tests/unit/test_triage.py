@@ -40,7 +40,7 @@ def test_the_default_answers_with_the_best_sentence_and_no_llm_call(hr_store: An
     assert result["kind"] == "answer" and result["passed"]
     assert result["answer"].startswith("Full-time employees in Germany get 30 days of paid annual leave")
     assert [c["doc_id"] for c in result["citations"]] == ["annual-leave-de"]
-    assert result["signals"]["support"] >= result["signals"]["support_threshold"] > 0
+    assert result["signals"]["answerable"] >= result["signals"]["answer_threshold"] > 0, "the judge finds the answer"
     assert result["llm_calls"] == 0 and result["groundedness"] >= 0.99
 
 
@@ -53,8 +53,8 @@ def test_a_question_nothing_covers_abstains_at_once_with_the_configured_escalati
     (result,) = turns(graph, ctx, "Which brand of hard candy tastes best on the moon?")
     assert result["kind"] == "abstain" and not result["passed"]
     assert result["answer"] == answer_prompts.NOT_FOUND.format(escalation=ctx.escalation)
-    assert "no passage supports the question" in (result["fallback_reason"] or "")
-    assert result["signals"]["support"] < result["signals"]["support_threshold"]
+    assert "the judge finds no answer in the passages" in (result["fallback_reason"] or "")
+    assert result["signals"]["answerable"] < result["signals"]["hedge_threshold"]
     assert model.calls == [] and result["reground_attempts"] == 0, "a first turn has no other query to try"
     assert result["citations"] == []
 
@@ -309,7 +309,8 @@ def travel_after_parental_leave(
         graph, context, "How much parental leave do I get?", "How do I book a flight for a business trip?"
     )
     assert [c["doc_id"] for c in first["citations"]] == ["parental-leave-de"]
-    assert second["kind"] == "answer" and second["passed"], second["fallback_reason"]
+    # The judge finds the booking sentence close but not sure (0.72 < the 0.79 calibrated on MTRAG-UN): it hedges.
+    assert second["kind"] in ("answer", "hedge") and second["passed"], second["fallback_reason"]
     assert "TravelDesk" in second["answer"]
     assert {c["doc_id"] for c in second["citations"]} == {"travel-expenses"}
     return second, model

@@ -1,0 +1,23 @@
+"""`reground judge train`: train the judge (tools/judge.py) from the dev data, with a fixed seed (evals/judge.py)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    from reground.evals.judge import main
+
+    return main([args.action, *args.options])
+
+
+def add_commands(subparsers: Any) -> None:
+    judge = subparsers.add_parser(
+        "judge",
+        help="train the judge that decides which sentence answers a question (run from the repository root)",
+        description="Options after the action go to `python -m reground.evals.judge` (see its --help).",
+    )
+    judge.add_argument("action", choices=["train"])
+    judge.add_argument("options", nargs=argparse.REMAINDER, help="--doc2dial, --mtrag, --weights, --out, --cache")
+    judge.set_defaults(func=cmd_judge)
