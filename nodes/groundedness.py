@@ -13,10 +13,11 @@ import numpy as np
 from pydantic import BaseModel, Field
 from reground.graph.state import Draft, State
 from reground.nodes.common import NodeEnv, current_draft, grounded_messages
+from reground.prompts import answer as answer_prompts
 from reground.tools.chat import LLMReplyError
 from reground.tools.evidence import quoted_verbatim
 from reground.tools.figures import extract_figures, unsupported_figures
-from reground.tools.scoring import k_precision, rouge_l
+from reground.tools.scoring import k_precision, prompt_echo, rouge_l
 from reground.tools.structured import call_json
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -97,6 +98,21 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
         return {
             "draft": Draft(
                 **{**draft, "groundedness": 0.0, "groundedness_parts": failed, "unsupported_claims": figures}
+            ),
+            "draft_checked": True,
+        }
+    echoed = prompt_echo(draft["text"], [answer_prompts.SHARED_PREFIX, context.answer_prompt, answer_prompts.EVIDENCE])
+    if echoed and not quoted_verbatim(draft["text"], texts):
+        claim = f"the reply repeats the prompt's own words ('{echoed}')"
+        env.stats.notes.append(f"groundedness 0.00: {claim}")
+        return {
+            "draft": Draft(
+                **{
+                    **draft,
+                    "groundedness": 0.0,
+                    "groundedness_parts": {"prompt_echo": 0.0},
+                    "unsupported_claims": [claim],
+                }
             ),
             "draft_checked": True,
         }

@@ -126,3 +126,29 @@ def majority_best(candidates: Sequence[dict[str, float]]) -> int:
 def weighted_improvement(new: dict[str, float], old: dict[str, float], weights: dict[str, float]) -> float:
     """ProMiSe's sum_t w_t * 1[m_t(new) >= m_t(old)]."""
     return sum(weights.get(metric, 1.0) * float(new[metric] >= old[metric]) for metric in new)
+
+
+ECHO_WORDS = 4  # a run of this many prompt words (two of them content words) in a reply is the prompt echoed
+_PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
+
+
+def prompt_echo(reply: str, templates: Sequence[str]) -> str:
+    """The first run of ECHO_WORDS words that the reply copies from the prompts' own text (their placeholders
+    left out), or "": a weak model sometimes answers with the scaffolding ("The user's last message: ... The passage
+    sentences closest ..."), which is grounded in nothing the documents say."""
+    from reground.tools.lexical import STOPWORDS
+
+    def words(text: str) -> list[str]:
+        return re.findall(r"[a-z0-9']+", text.lower())
+
+    runs: set[tuple[str, ...]] = set()
+    for template in templates:
+        for part in _PLACEHOLDER.split(template):
+            w = words(part)
+            runs.update(tuple(w[i : i + ECHO_WORDS]) for i in range(len(w) - ECHO_WORDS + 1))
+    runs = {run for run in runs if sum(word not in STOPWORDS for word in run) >= 2}
+    said = words(reply)
+    for i in range(len(said) - ECHO_WORDS + 1):
+        if tuple(said[i : i + ECHO_WORDS]) in runs:
+            return " ".join(said[i : i + ECHO_WORDS])
+    return ""

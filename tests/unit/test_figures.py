@@ -127,3 +127,26 @@ def test_the_faithful_figure_passes(glasses_store: tuple[Any, str]) -> None:
     assert "figures" not in draft["groundedness_parts"]
     assert draft["unsupported_claims"] == []
     assert result["passed"] is True, (draft, result)
+
+
+def test_a_written_reply_that_echoes_the_prompt_fails_groundedness(glasses_store: tuple[Any, str]) -> None:
+    """A weak model sometimes answers with the prompt's scaffolding; it is grounded in nothing the documents say."""
+    echo = (
+        "The user's last message: how much does the company pay towards glasses? The passage sentences closest to "
+        "this question (use them if they answer it): up to 80 EUR."
+    )
+    draft, result = _turn(echo, glasses_store)
+    assert draft["groundedness"] == 0.0 and draft["groundedness_parts"] == {"prompt_echo": 0.0}
+    assert "repeats the prompt's own words" in draft["unsupported_claims"][0]
+    assert result["passed"] is False and "user's last message" not in result["answer"].lower()
+
+
+def test_prompt_echo_finds_the_scaffolding_not_ordinary_words() -> None:
+    from reground.prompts import answer as answer_prompts
+    from reground.tools.scoring import prompt_echo
+
+    templates = [answer_prompts.SHARED_PREFIX, Context().answer_prompt, answer_prompts.EVIDENCE]
+    assert prompt_echo("The user's last message: how many days?", templates) == "the user's last message"
+    assert prompt_echo("You get 30 working days of paid annual leave per year [1].", templates) == ""
+    assert prompt_echo("Yes, the last message you got from HR holds: you can carry over five days.", templates) == ""
+    assert prompt_echo("Say it in the passages' own words.", templates) == "the passages' own words"
