@@ -33,6 +33,10 @@ from typing import Any
 
 import numpy as np
 
+# The settings below (inputs, weight decay, epochs, hidden units, the blend) were chosen on a validation split inside
+# the training dialogues (sha1 in [0.6, 0.8)), trained on the rest, before the held-out dialogues were scored once:
+# answer-sentence MRR / top-sentence F1 there, judge alone: all inputs 0.577 / 0.262, scalars only 0.630 / 0.297,
+# scalars + question products 0.634 / 0.287 (blend 0.619 / 0.299; the hand ranking 0.561 / 0.282).
 SEED = 20261126
 SPAN_COVER = 0.6  # share of a sentence's words inside the gold span that makes it a positive
 HELD_OUT_SHARE = 0.2
@@ -41,7 +45,7 @@ EPOCHS = 12
 TURNS_PER_BATCH = 16  # about 250 sentences
 LISTWISE = 0.0  # measured: 1.0 lowered held-out MRR (0.615 -> 0.611) and top-sentence F1
 LEARNING_RATE = 1e-3
-WEIGHT_DECAY = 1e-4
+WEIGHT_DECAY = 1e-3
 HEAD_EPOCHS = 400
 FOLDS = 5
 JUDGE_RANK_WEIGHT = 1.0  # the graph ranks evidence by its hand-made score + this x the judge's probability

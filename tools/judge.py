@@ -29,7 +29,7 @@ import numpy as np
 
 # The shipped weights and their pinned digest (the model card beside them says how they were trained).
 JUDGE_FILE = "judge.npz"
-JUDGE_SHA256 = "6e7f1c61ea38aff4257e5f2e74a6f8881b27de7c66c5f3effb0bbf46fe131dbe"
+JUDGE_SHA256 = "fb9e7f3a245ef6f9130530ce1f85b66e44bc52454b1ac027a14cc7eb4a804e00"
 
 # --- what a question asks for, what a sentence holds --------------------------------------------------------------
 # Features of a learned model (their weights are trained), not decisions: each says what kind of answer a question
@@ -193,18 +193,16 @@ def judge_inputs(
     *,
     sentence_vectors: np.ndarray,
     question_vector: np.ndarray,
-    dialogue_vector: np.ndarray | None,
     previous_reply: str = "",
+    has_dialogue: bool = False,
 ) -> np.ndarray:
-    """The judge's input rows: the scalar features, then question ⊙ sentence and dialogue ⊙ sentence (the question
-    itself when the turn has no dialogue reading). `sentence_vectors` has one unit row per sentence, in order."""
-    scalars = scalar_features(
-        question, sentences, has_dialogue=dialogue_vector is not None, previous_reply=previous_reply
-    )
+    """The judge's input rows: the scalar features, then question ⊙ sentence (which MiniLM dimensions agree).
+    `sentence_vectors` has one unit row per sentence, in order. (The dialogue reading's products were tried too:
+    they fit the training dialogues and lost on the validation ones, evals/judge.py.)"""
+    scalars = scalar_features(question, sentences, has_dialogue=has_dialogue, previous_reply=previous_reply)
     rows = np.asarray(sentence_vectors, dtype=np.float32)
     q = np.asarray(question_vector, dtype=np.float32)
-    d = q if dialogue_vector is None else np.asarray(dialogue_vector, dtype=np.float32)
-    return np.concatenate([scalars, rows * q, rows * d], axis=1).astype(np.float32)
+    return np.concatenate([scalars, rows * q], axis=1).astype(np.float32)
 
 
 # --- the model ------------------------------------------------------------------------------------------------------

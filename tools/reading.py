@@ -72,8 +72,8 @@ def read_turn(
         views(evidence),
         sentence_vectors=rows[[e.order for e in evidence]],
         question_vector=question_vector,
-        dialogue_vector=dialogue_vector,
         previous_reply=previous_reply(history),
+        has_dialogue=dialogue_vector is not None,
     )
     if judge is None:
         return TurnReading(evidence, None, inputs, covered)

@@ -96,7 +96,7 @@ def test_the_shipped_weights_are_the_pinned_ones_and_fit_the_features() -> None:
     assert hashlib.sha256(path.read_bytes()).hexdigest() == JUDGE_SHA256
     model = shipped_judge()
     vector = 384  # MiniLM's width: the question and dialogue products follow the scalar features
-    assert model.mean.shape == (len(SCALAR_NAMES) + 2 * vector,)
+    assert model.mean.shape == (len(SCALAR_NAMES) + vector,)
     assert model.head_w.shape == (len(TURN_FEATURE_NAMES),)
     card = path.with_name("MODEL_CARD.md").read_text()
     assert JUDGE_SHA256 in card and "reground judge train" in card
