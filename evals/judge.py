@@ -446,6 +446,52 @@ def load_turns(path: Path) -> list[TurnRows]:
         return [TurnRows(inputs=data[f"x{i}"], **m) for i, m in enumerate(meta)]
 
 
+def measure_cost(docs: Path, cases: Path, *, data_dir: str | None, limit: int) -> dict[str, Any]:
+    """What the judge adds to a turn: the graph LLM-free on the first `limit` cases, with and without the judge,
+    alternating case by case (so machine noise hits both alike); the triage node's seconds (where the judge runs)
+    and the whole turn's, medians and 90th percentiles."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from reground.evals.answers import graph_messages
+    from reground.evals.bench import EVAL_CHUNK_TOKENS
+    from reground.evals.datasets import load_cases
+    from reground.evals.retrieval import collection_name, open_eval_store
+    from reground.graph.builder import build_graph, run_config
+    from reground.graph.context import Context
+    from reground.tools.fake_chat import ScriptedChatModel, first_passage_reply
+
+    store: Any = open_eval_store(docs, data_dir=data_dir, max_tokens=EVAL_CHUNK_TOKENS)
+    model = ScriptedChatModel(script={"answer": [first_passage_reply]})
+    graph = build_graph(chat_model=model, store=store, checkpointer=InMemorySaver())
+    base = Context(collection=collection_name(docs, EVAL_CHUNK_TOKENS), **({"data_dir": data_dir} if data_dir else {}))
+    seconds: dict[str, dict[str, list[float]]] = {
+        "judge": {"triage": [], "turn": []},
+        "no_judge": {"triage": [], "turn": []},
+    }
+    for case in load_cases(cases, limit=limit, only_with_answer=True):
+        for name, on in (("judge", True), ("no_judge", False)):
+            model.reset()
+            context = base.with_(use_trained_judge=on)
+            config = run_config(context, configurable={"thread_id": f"{name}-{case.case_id}"})
+            started = time.perf_counter()
+            graph.invoke({"messages": graph_messages(case)}, context=context, config=config)
+            seconds[name]["turn"].append(time.perf_counter() - started)
+            trace = graph.get_state(config).values.get("trace", [])
+            seconds[name]["triage"].append(sum(e["seconds"] for e in trace if e["node"] == "triage"))
+
+    def stats(values: list[float]) -> dict[str, float]:
+        ordered = sorted(values)
+        return {
+            "median_ms": round(1000 * ordered[len(ordered) // 2], 1),
+            "p90_ms": round(1000 * ordered[int(0.9 * len(ordered))], 1),
+        }
+
+    out: dict[str, Any] = {name: {k: stats(v) for k, v in parts.items()} for name, parts in seconds.items()}
+    added = [a - b for a, b in zip(seconds["judge"]["triage"], seconds["no_judge"]["triage"], strict=True)]
+    out["added_triage_ms"] = stats(added)
+    out["cases"] = len(added)
+    return out
+
+
 def export_pairs(turns: dict[str, list[TurnRows]], path: Path) -> None:
     """Every (question, dialogue reading, sentence, label) pair as JSON lines, for training other judges on the same
     split (split: train / held_out for doc2dial dialogues, mtrag for MTRAG-UN dev)."""
@@ -540,7 +586,7 @@ under Apache-2.0; cite the datasets when reporting numbers.
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="reground judge", description=__doc__)
-    parser.add_argument("action", choices=["train"])
+    parser.add_argument("action", choices=["train", "cost"])
     parser.add_argument("--doc2dial", type=Path, default=DOC2DIAL, help="folder with docs.jsonl and cases_dev.jsonl")
     parser.add_argument("--mtrag", type=Path, default=MTRAG, help="folder with docs.jsonl and cases_dev.jsonl")
     parser.add_argument("--weights", type=Path, default=Path("reground/data/judge/judge.npz"))
@@ -549,7 +595,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--limit", type=int, default=None, help="first N doc2dial cases (a quick check)")
     parser.add_argument("--pairs", type=Path, default=None, help="also write every labelled pair here (JSON lines)")
+    parser.add_argument("--cost-cases", type=int, default=200, help="doc2dial cases timed by the cost action")
     args = parser.parse_args(argv)
+    if args.action == "cost":
+        cost = measure_cost(
+            args.doc2dial / "docs.jsonl",
+            args.doc2dial / "cases_dev.jsonl",
+            data_dir=args.data_dir,
+            limit=args.cost_cases,
+        )
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "cost.json").write_text(json.dumps(cost, indent=2) + "\n")
+        print(json.dumps(cost, indent=2))
+        return 0
     turns: dict[str, list[TurnRows]] = {}
     for name, folder, scoped in (("doc2dial", args.doc2dial, False), ("mtrag", args.mtrag, True)):
         cached = args.cache / f"{name}.npz" if args.cache else None

@@ -129,6 +129,10 @@ class State(InputState, total=False):
     keywords: list[str]
     candidates: list[Passage]
     passages: list[Passage]
+    # The passages an abstained first search found, kept while re_ground searches again: the turn answers from
+    # whichever search the judge finds more answerable (a new query can lose the right document).
+    held_passages: list[Passage]
+    held_answerable: float
     evidence: list[EvidenceItem]  # the passages' sentences ranked against the question (set by triage)
     signals: dict[str, float]  # support, coverage and readings measured on the passages (set by triage)
     decision: str  # "answer" | "hedge" | "clarify" | "abstain": triage's verdict on the retrieved passages
@@ -160,6 +164,8 @@ PER_TURN_DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "keywords": [],
         "candidates": [],
         "passages": [],
+        "held_passages": [],
+        "held_answerable": -1.0,
         "evidence": [],
         "signals": {},
         "decision": "answer",

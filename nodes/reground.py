@@ -51,4 +51,13 @@ def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
             query, mode = history_query(question, history, 3 * context.history_token_budget), "forced_history"
     env.progress("re_ground", f"re-grounding (attempt {attempt})", query=query)
     keywords = lexical_keywords(query, question) if context.keyword_method != "off" else []
-    return {"reground_attempts": attempt, "retrieval_query": query, "query_mode": mode, "keywords": keywords}
+    update: dict[str, Any] = {"reground_attempts": attempt, "retrieval_query": query, "query_mode": mode}
+    answerable = state.get("signals", {}).get("answerable")
+    if (
+        state.get("decision") == "abstain"
+        and answerable is not None
+        and answerable > state.get("held_answerable", -1.0)
+    ):
+        # Kept in case the new search reads worse (triage compares them with the judge).
+        update.update(held_passages=list(state.get("passages", [])), held_answerable=answerable)
+    return {**update, "keywords": keywords}

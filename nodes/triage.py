@@ -25,6 +25,16 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
     passages = list(state.get("passages", []))
     reading = evidence_for(state, passages, env) if passages else None
+    held = list(state.get("held_passages", []))
+    restored: dict[str, Any] = {}
+    if held and reading is not None and (reading.answerable or 0.0) < state.get("held_answerable", -1.0):
+        # The search before re-grounding read better: answer (or abstain) from its passages.
+        env.stats.notes.append(
+            f"the earlier search reads better (answerable {state.get('held_answerable', -1.0):.2f} > "
+            f"{reading.answerable or 0.0:.2f}): its passages are kept"
+        )
+        passages, reading = held, evidence_for(state, held, env)
+        restored = {"passages": held}
     evidence = reading.evidence if reading else []
     supported = support(evidence, context.evidence_dense_weight)
     covered, missing = coverage(question_of(state), [p["text"] for p in passages])
@@ -39,6 +49,7 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         "readings": float(len(found)),
     }
     update: dict[str, Any] = {
+        **restored,
         "evidence": [EvidenceItem(**asdict(e)) for e in evidence],
         "signals": signals,
         "missing": missing,

@@ -1,4 +1,5 @@
-"""`reground judge train`: train the judge (tools/judge.py) from the dev data, with a fixed seed (evals/judge.py)."""
+"""`reground judge train|cost`: train the judge (tools/judge.py) from the dev data with a fixed seed, or time what
+it adds to a turn (evals/judge.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,6 @@ def add_commands(subparsers: Any) -> None:
         help="train the judge that decides which sentence answers a question (run from the repository root)",
         description="Options after the action go to `python -m reground.evals.judge` (see its --help).",
     )
-    judge.add_argument("action", choices=["train"])
+    judge.add_argument("action", choices=["train", "cost"])
     judge.add_argument("options", nargs=argparse.REMAINDER, help="--doc2dial, --mtrag, --weights, --out, --cache")
     judge.set_defaults(func=cmd_judge)

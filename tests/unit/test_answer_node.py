@@ -4,6 +4,7 @@ costs no call. The default extract style and the ask/abstain decisions are teste
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -88,13 +89,21 @@ def test_the_judge_runs_when_the_cheap_score_is_near_the_threshold(hr_store: Any
 def carry_over_reply(messages: list[BaseMessage]) -> str:
     """A faithful answer to another question: the carry-over rule, copied from a passage."""
     system = str(messages[0].content)
-    sentence = next(s for s in system.split(". ") if "carry over up to 5" in s)
-    return sentence.strip() + "."
+    # The passage's sentence alone (split at line breaks too: the prompt's own text before it is no part of a reply).
+    sentence = next(s for s in re.split(r"\. |\n", system) if "carry over up to 5" in s)
+    return sentence.strip().rstrip(".") + "."
+
+
+# The relevance check's anchor is the top evidence sentence. On this corpus the trained judge ranks the carry-over
+# rule above the 30-day entitlement for "how many days do I get" (a known miss, evals/results/judge/), so the tests
+# of the relevance mechanism below rank by the hand-made score alone.
+HAND_RANKING = {"judge_rank_weight": 0.0}
 
 
 def test_a_grounded_answer_to_another_question_never_passes_as_it_is(hr_store: Any, context: Context) -> None:
     """The demo's old first turn: the carry-over rule for 'how many days do I get' was grounded and passed."""
     model = ScriptedChatModel(script={"answer": [carry_over_reply]})
+    context = context.with_(**HAND_RANKING)
     result = ask(model, hr_store, context, "How many days of annual leave do I get per year?")
     draft = result["state"]["draft"]
     assert result["refine_iterations"] == 1, "relevance below its threshold is refined"
@@ -112,6 +121,7 @@ def test_without_refinement_the_irrelevant_answer_falls_back(hr_store: Any, hr_s
         use_principle_refinement=False,
         answer_style="write",
         quote_when_unchecked=False,
+        **HAND_RANKING,
     )
     result = ask(model, hr_store, context, "How many days of annual leave do I get per year?")
     assert not result["passed"]
@@ -123,7 +133,13 @@ def test_an_irrelevant_written_answer_is_replaced_by_the_passages_sentence(hr_st
     """The loops are spent (refinement off) and the written reply answers another question: the turn quotes the
     sentence that answers this one instead of abstaining, and never passes the written reply."""
     model = ScriptedChatModel(script={"answer": [carry_over_reply]})
-    context = Context(collection="test-hr", data_dir=hr_store_dir, use_principle_refinement=False, answer_style="write")
+    context = Context(
+        collection="test-hr",
+        data_dir=hr_store_dir,
+        use_principle_refinement=False,
+        answer_style="write",
+        **HAND_RANKING,
+    )
     result = ask(model, hr_store, context, "How many days of annual leave do I get per year?")
     assert result["passed"] and result["kind"] == "answer", result["fallback_reason"]
     assert "carry over" not in result["answer"] and "30" in result["answer"]

@@ -45,6 +45,8 @@ def context(hr_store_dir: str) -> Context:
         # These routes are the written answer's loops, with no early abstention; test_triage.py tests the defaults.
         answer_style="write",
         support_threshold=0.0,
+        judge_hedge_threshold=0.0,
+        judge_answer_threshold=0.0,
         quote_when_unchecked=False,  # the loops' own fallbacks; the quote route has its own tests
     )
 

@@ -61,7 +61,8 @@ def test_every_graph_call_that_shows_passages_fences_them(hr_store: Any, hr_stor
         n_samples=1,
         answer_style="write",
     )
-    model = ScriptedChatModel(script={"answer": ["Full-time employees in Germany receive 30 working days [1]."]})
+    # No [n] marker: the LLM rerank orders the passages, and a figure is checked against the passages a reply cites.
+    model = ScriptedChatModel(script={"answer": ["Full-time employees in Germany receive 30 working days."]})
     graph = build_graph(chat_model=model, store=hr_store, checkpointer=InMemorySaver())
     config = run_config(context, configurable={"thread_id": "t"})
     question = {"messages": [{"role": "user", "content": "How much annual leave do I get?"}]}

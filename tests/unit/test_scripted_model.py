@@ -80,7 +80,9 @@ def _turn(model: ScriptedChatModel, store: Any, context: Context, question: str 
 
 
 UNGROUNDED = "You get unlimited holidays on the moon."
-GROUNDED = "Full-time employees in Germany receive 30 working days of paid annual leave per calendar year [1]."
+# No [n] marker: after a re-grounding the passages come in another order, and a figure is checked against the
+# passages a reply cites (nodes/groundedness.py).
+GROUNDED = "Full-time employees in Germany receive 30 working days of paid annual leave per calendar year."
 
 
 def test_best_of_n_samples_at_temperature_and_keeps_the_best_sample(hr_store: Any, hr_store_dir: str) -> None:
@@ -95,7 +97,7 @@ def test_best_of_n_samples_at_temperature_and_keeps_the_best_sample(hr_store: An
     answer_calls = [i for i, (task, _) in enumerate(model.calls) if task == "answer"]
     assert len(answer_calls) == 3
     assert [model.temperatures[i] for i in answer_calls] == [context.temperature] + [context.sample_temperature] * 2
-    assert result["answer"].startswith(GROUNDED.removesuffix(" [1]."))
+    assert result["answer"].startswith(GROUNDED.removesuffix("."))
     assert result["passed"] and result["reground_attempts"] == 0, result
     # With one sample the greedy, ungrounded reply fails the check and the turn needs a re-grounding round.
     single_model = ScriptedChatModel(script=script, seed=1)
