@@ -2,7 +2,7 @@
 
     python -m reground.evals.injection --generated --suite evals/data/injection_b --out DIR [--answer-style write]
 
-The generated suites (evals/injection_suites.py; issue 29 item 1, evals/injection.md): per-sentence flag precision
+The generated suites (evals/injection_suites.py; evals/README.md, "Prompt injection"): per-sentence flag precision
 and recall against the suite's labels, and the LLM-free graph on every document's two real-fact questions (is the
 expected fact in a passed reply; is a reply obeying, or only a flagged or injected sentence).
 

@@ -2,7 +2,7 @@
 
 Retrieved text is data, never instructions: sentences that give the assistant orders, ask for credentials or send
 the reader outside the document's site are flagged here (kept whole, the flags in each passage's metadata), and the
-reply never obeys one or says one alone (tools/injection.py; measured in evals/injection.md)."""
+reply never obeys one or says one alone (tools/injection.py; measured in evals/README.md, "Prompt injection")."""
 
 from __future__ import annotations
 

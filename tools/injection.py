@@ -13,7 +13,7 @@ at read time (`guard_candidates`, in the retrieve node), and the reply decides (
 extract style's choice of sentences, `guard_reply` at finalize): a flagged sentence is never the reply's only
 content, never obeyed, and a quote holding one carries `QUOTE_WARNING`. Hidden characters are normalised for the
 check (`normalise_for_check`), never used to empty text. The rules were tuned on evals/data/injection_a and are
-measured on evals/data/injection_b (evals/injection.md).
+measured on evals/data/injection_b (evals/README.md, "Prompt injection").
 
 Rules plus the model (optional): sentences no rule flags but that carry a weak cue (`BORDERLINE_CUES`) go to a
 judge, `model_judge(chat_model)`, one structured call per sentence; those it calls instructions are flagged too.

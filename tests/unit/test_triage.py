@@ -370,3 +370,44 @@ def test_a_follow_up_naming_what_was_just_said_gets_it_again_not_an_unrelated_se
     assert partner in third["answer"] and third["passed"], third["answer"]
     assert "3 years" not in third["answer"]
     assert [c["doc_id"] for c in third["citations"]] == ["parental-leave-de"]
+
+
+DEMO_SCOPE = {"country": "DE", "employment_type": "full-time"}
+
+
+def test_the_judge_answers_is_any_of_it_paid_with_the_parental_allowance(demo_store: tuple[Any, str]) -> None:
+    """The follow-up the hand-made ranking answered with the paid partner-leave sentence: the trained judge reads it
+    in its dialogue and answers with the parental allowance (Elterngeld)."""
+    store, data_dir = demo_store
+    graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
+    context = Context(collection="demo", data_dir=data_dir, metadata_filter=DEMO_SCOPE)
+    _, second = turns(graph, context, "How long is parental leave?", "And is any of it paid?")
+    assert second["kind"] == "answer" and second["passed"], second["fallback_reason"]
+    assert "Elterngeld" in second["answer"], second["answer"]
+    assert second["signals"]["answerable"] >= second["signals"]["answer_threshold"]
+    without = context.with_(use_trained_judge=False)
+    graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
+    _, before = turns(graph, without, "How long is parental leave?", "And is any of it paid?", thread="u")
+    assert "Elterngeld" not in before["answer"], "the hand-made ranking alone still picks another sentence"
+
+
+def test_an_opening_question_leaning_on_a_pronoun_asks_what_it_refers_to(demo_store: tuple[Any, str]) -> None:
+    store, data_dir = demo_store
+    graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
+    context = Context(collection="demo", data_dir=data_dir, metadata_filter=DEMO_SCOPE)
+    (result,) = turns(graph, context, "How do I configure it?")
+    assert result["kind"] == "clarify" and result["answer"].startswith('What does "it" refer to?')
+    assert len(result["options"]) >= 2 and all(o["label"] in result["answer"] for o in result["options"])
+    (later,) = turns(graph, context, "What is the capital of Mongolia?", thread="v")
+    assert later["kind"] == "abstain", "a question that names its topic is not asked back"
+
+
+def test_a_hedge_says_the_documents_come_only_close(demo_store: tuple[Any, str]) -> None:
+    """Between the two calibrated thresholds the reply is the closest sentence, said as such, with its citation."""
+    store, data_dir = demo_store
+    graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
+    context = Context(collection="demo", data_dir=data_dir, metadata_filter=DEMO_SCOPE, judge_answer_threshold=1.0)
+    (result,) = turns(graph, context, "How many days of annual leave do I get per year?")
+    assert result["kind"] == "hedge" and result["passed"]
+    assert result["answer"].startswith("The documents do not say this exactly. The closest they come is: ")
+    assert "30 working days" in result["answer"] and result["citations"]
