@@ -467,8 +467,10 @@ def measure_cost(docs: Path, cases: Path, *, data_dir: str | None, limit: int) -
         "judge": {"triage": [], "turn": []},
         "no_judge": {"triage": [], "turn": []},
     }
-    for case in load_cases(cases, limit=limit, only_with_answer=True):
-        for name, on in (("judge", True), ("no_judge", False)):
+    for n, case in enumerate(load_cases(cases, limit=limit, only_with_answer=True)):
+        # Which runs first alternates: the first run of a case pays for embedding its queries (then cached).
+        pair = (("judge", True), ("no_judge", False))
+        for name, on in pair if n % 2 == 0 else pair[::-1]:
             model.reset()
             context = base.with_(use_trained_judge=on)
             config = run_config(context, configurable={"thread_id": f"{name}-{case.case_id}"})
