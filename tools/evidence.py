@@ -4,7 +4,8 @@ An answer that answers the question restates the passage sentence that matches t
 *extractive anchor*) rather than another sentence (the carry-over rule for "how many days do I get"), and an
 answer that repeats the previous reply does not answer a follow-up. On the 100 seeded doc2dial dev answers of
 the history-aware baseline this signal correlated 0.49 (Spearman) with token F1 against the human reply when it
-was introduced (0.37 in the latest run), where ROUGE-L against the question did 0.21; answers under 0.2 average F1 0.16, those above 0.34
+was introduced (0.37 in the latest run), where ROUGE-L against the question did 0.21; answers under 0.2 average F1
+0.16, those above 0.34
 (evals/README.md, "Answer relevance").
 
 Sentences are scored by IDF-weighted overlap with the question's content words (IDF over the candidate
