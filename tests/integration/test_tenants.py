@@ -258,6 +258,8 @@ def test_hundreds_of_acme_questions_never_see_globex(
         use_principle_refinement=False,
         relevance_threshold=0.0,  # a scope test: every answer quotes its passage [1], relevant or not
         max_reground_attempts=0,
+        judge_hedge_threshold=0.0,  # nor does the judge hedge or abstain: each turn answers from its passages
+        judge_answer_threshold=0.0,
     )
     turns_with_acme = 0
     answered_from_acme = 0
@@ -292,6 +294,8 @@ def test_regrounding_and_llm_rerank_keep_the_scope(tenant_store: Any, chunk_sets
         doc_candidates=16,
         paragraph_candidates=16,
         top_n=6,
+        judge_hedge_threshold=0.0,  # every turn answers (and loops): the judge neither hedges nor abstains
+        judge_answer_threshold=0.0,
     )
     adversarial = [q for q in questions() if "globex" in q.lower()][::4]
     assert len(adversarial) >= 30
