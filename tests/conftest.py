@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import shutil
 import types
 from pathlib import Path
 from typing import Any
@@ -133,3 +134,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.integration)
         elif _builds_a_real_store(item):
             item.add_marker(pytest.mark.slow)
+
+
+def copy_of_hr_store(hr_store_dir: str, tmp_path_factory: pytest.TempPathFactory, label: str) -> str:
+    """A copy of the HR store for one test module (the CLI writes threads.sqlite and collections next to it)."""
+    target = tmp_path_factory.mktemp(label) / "store"
+    shutil.copytree(hr_store_dir, target)
+    return str(target)

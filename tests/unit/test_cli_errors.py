@@ -19,6 +19,7 @@ from fake_openai import FakeOpenAI
 from reground.tools.errors import DataError, InputError, ModelError
 
 from reground.cli import main
+from tests.conftest import copy_of_hr_store
 
 QUESTION = "How many days of annual leave do full-time employees in Germany get?"
 
@@ -42,9 +43,7 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
 @pytest.fixture(scope="module")
 def data_dir(hr_store_dir: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     """A copy of the HR store for this module (the CLI writes threads.sqlite next to it)."""
-    target = tmp_path_factory.mktemp("cli-store") / "store"
-    shutil.copytree(hr_store_dir, target)
-    return str(target)
+    return copy_of_hr_store(hr_store_dir, tmp_path_factory, "cli-store")
 
 
 def _run(capfd: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:

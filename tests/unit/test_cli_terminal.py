@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from reground.tools.terminal import strip_terminal_controls
 
 from reground.cli import main
 from reground.commands.conversation import print_result
+from tests.conftest import copy_of_hr_store
 
 CLEAR = "\x1b[2J\x1b[H"
 TITLE = "\x1b]0;You have been hacked\x07"
@@ -36,9 +36,7 @@ def llm() -> Iterator[FakeOpenAI]:
 @pytest.fixture(scope="module")
 def data_dir(hr_store_dir: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     """A copy of the HR store for this module (the CLI writes threads.sqlite and collections next to it)."""
-    target = tmp_path_factory.mktemp("cli-terminal") / "store"
-    shutil.copytree(hr_store_dir, target)
-    return str(target)
+    return copy_of_hr_store(hr_store_dir, tmp_path_factory, "cli-terminal")
 
 
 def _one_error_line(err: str) -> str:
