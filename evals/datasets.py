@@ -10,6 +10,7 @@ a `Case` keeps so every eval row can be grouped by them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections.abc import Iterable, Iterator
@@ -366,3 +367,14 @@ def write_cases_jsonl(cases: Iterable[Case], path: str | Path) -> Path:
         for case in cases:
             fh.write(json.dumps(case.to_dict(), ensure_ascii=False) + "\n")
     return path
+
+
+# The share of dialogues kept aside from training the judge (evals/judge.py) and reported on apart
+# (evals/passages.py): split by dialogue, never by case.
+HELD_OUT_SHARE = 0.2
+
+
+def held_out(dial_id: str) -> bool:
+    """Whether a dialogue is kept aside: its id's sha1 falls in the last HELD_OUT_SHARE of the range."""
+    digest = int(hashlib.sha1(dial_id.encode()).hexdigest()[:8], 16)
+    return digest / 0xFFFFFFFF >= 1.0 - HELD_OUT_SHARE

@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from reground.evals.datasets import HELD_OUT_SHARE, held_out
+from reground.tools.judge import Head
 
 # The settings below (inputs, weight decay, epochs, hidden units, the blend) were chosen on a validation split inside
 # the training dialogues (sha1 in [0.6, 0.8)), trained on the rest, before the held-out dialogues were scored once:
@@ -39,11 +41,9 @@ import numpy as np
 # scalars + question products 0.634 / 0.287 (blend 0.619 / 0.299; the hand ranking 0.561 / 0.282).
 SEED = 20261126
 SPAN_COVER = 0.6  # share of a sentence's words inside the gold span that makes it a positive
-HELD_OUT_SHARE = 0.2
 HIDDEN = 64
 EPOCHS = 12
 TURNS_PER_BATCH = 16  # about 250 sentences
-LISTWISE = 0.0  # measured: 1.0 lowered held-out MRR (0.615 -> 0.611) and top-sentence F1
 LEARNING_RATE = 1e-3
 WEIGHT_DECAY = 1e-3
 HEAD_EPOCHS = 400
@@ -76,35 +76,20 @@ class TurnRows:
     dialogue: str = ""  # the question read in its dialogue, for a follow-up that depends on it
 
 
-def held_out(dial_id: str) -> bool:
-    digest = int(hashlib.sha1(dial_id.encode()).hexdigest()[:8], 16)
-    return digest / 0xFFFFFFFF >= 1.0 - HELD_OUT_SHARE
-
-
 def collect(docs: Path, cases: Path, *, scoped: bool, data_dir: str | None, limit: int | None) -> list[TurnRows]:
     """Run the graph LLM-free on each case and read its final passages as triage does, keeping the judge's inputs."""
     from langgraph.checkpoint.memory import InMemorySaver
     from reground.evals.answers import SCOPE_FIELD, case_scope, graph_messages
-    from reground.evals.bench import EVAL_CHUNK_TOKENS
     from reground.evals.datasets import load_cases
-    from reground.evals.retrieval import collection_name, open_eval_store
-    from reground.graph.builder import build_graph, run_config
-    from reground.graph.context import Context
-    from reground.tools.answerability import coverage, depends_on_dialogue
-    from reground.tools.fake_chat import ScriptedChatModel, first_passage_reply
+    from reground.evals.llm_free import llm_free_graph
+    from reground.graph.builder import run_config
+    from reground.tools.answerability import coverage
     from reground.tools.reading import read_turn
-    from reground.tools.retrieval import history_query
     from reground.tools.services import Services
 
-    store: Any = open_eval_store(docs, data_dir=data_dir, max_tokens=EVAL_CHUNK_TOKENS)
-    model = ScriptedChatModel(script={"answer": [first_passage_reply]})
-    graph = build_graph(chat_model=model, store=store, checkpointer=InMemorySaver())
-    base = Context(
-        collection=collection_name(docs, EVAL_CHUNK_TOKENS),
-        use_trained_judge=False,
-        **({"data_dir": data_dir} if data_dir else {}),
-    )
-    retriever = Services(store=store).retriever(base)
+    run = llm_free_graph(docs, data_dir=data_dir, checkpointer=InMemorySaver(), overrides={"use_trained_judge": False})
+    model, graph, base = run.model, run.graph, run.context
+    retriever = Services(store=run.store).retriever(base)
     weights = base.evidence_weights()
     out: list[TurnRows] = []
     selected = load_cases(cases, limit=limit, only_with_answer=not scoped)
@@ -143,9 +128,7 @@ def collect(docs: Path, cases: Path, *, scoped: bool, data_dir: str | None, limi
                 answerability=case.answerability or "ANSWERABLE",
                 coverage=reading.coverage,
                 question=reading_question,
-                dialogue=history_query(asked, history, weights.history_token_budget)
-                if depends_on_dialogue(asked, bool(history))
-                else "",
+                dialogue=reading.dialogue_query,
                 coverage_without_gold=coverage(
                     reading_question, [p["text"] for p in passages if p["doc_id"] not in gold_ids]
                 )[0],
@@ -177,12 +160,12 @@ def labels(turn: TurnRows) -> np.ndarray:
 
 
 def train_sentence_judge(
-    x: np.ndarray, y: np.ndarray, groups: np.ndarray, *, listwise: float = LISTWISE, seed: int = SEED
+    x: np.ndarray, y: np.ndarray, groups: np.ndarray, *, seed: int = SEED
 ) -> dict[str, np.ndarray]:
-    """A two-layer network (ReLU, HIDDEN units) on standardised inputs, Adam with weight decay, deterministic for a
-    seed. Its loss: binary cross-entropy per sentence (positives re-weighted to balance the classes), plus
-    `listwise` x the cross-entropy of each turn's softmax over its sentences against its labels (the graph picks
-    one sentence per turn: what counts is that the answering one ranks first). `groups`: each row's turn number."""
+    """A two-layer network (ReLU, HIDDEN units) on standardised inputs, binary cross-entropy per sentence (positives
+    re-weighted to balance the classes), Adam with weight decay, deterministic for a seed. A batch is
+    TURNS_PER_BATCH whole turns (`groups`: each row's turn number). A listwise loss over each turn's sentences was
+    tried and lowered held-out MRR (0.615 -> 0.611)."""
     rng = np.random.default_rng(seed)
     mean = x.mean(axis=0)
     scale = x.std(axis=0) + 1e-6
@@ -203,15 +186,13 @@ def train_sentence_judge(
         shuffled = rng.permutation(turns)
         for start in range(0, len(shuffled), TURNS_PER_BATCH):
             idx = np.concatenate([rows_of[g] for g in shuffled[start : start + TURNS_PER_BATCH]])
-            xb, yb, gb = xs[idx], y[idx], groups[idx]
+            xb, yb = xs[idx], y[idx]
             wb = np.where(yb > 0, positive_weight, 1.0).astype(np.float32)
             pre = xb @ params["w1"] + params["b1"]
             hidden = np.maximum(pre, 0.0)
             logits = hidden @ params["w2"] + params["b2"][0]
             probs = 1.0 / (1.0 + np.exp(-np.clip(logits, -30, 30)))
             g_logits = (probs - yb) * wb / wb.sum()
-            if listwise:
-                g_logits = g_logits + listwise * _listwise_gradient(logits, yb, gb)
             grads = {"w2": hidden.T @ g_logits, "b2": np.asarray([g_logits.sum()], dtype=np.float32)}
             g_hidden = np.outer(g_logits, params["w2"]) * (pre > 0)
             grads["w1"] = xb.T @ g_hidden
@@ -228,20 +209,7 @@ def train_sentence_judge(
     return {"mean": mean.astype(np.float32), "scale": scale.astype(np.float32), **params}
 
 
-def _listwise_gradient(logits: np.ndarray, y: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """d/d logits of the mean over turns with a positive of -sum(target * log softmax(turn's logits))."""
-    grad = np.zeros_like(logits)
-    turns = [g for g in np.unique(groups) if y[groups == g].sum() > 0]
-    for g in turns:
-        rows = np.nonzero(groups == g)[0]
-        z = logits[rows] - logits[rows].max()
-        soft = np.exp(z) / np.exp(z).sum()
-        target = y[rows] / y[rows].sum()
-        grad[rows] = (soft - target) / max(len(turns), 1)
-    return grad
-
-
-def train_logistic(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+def train_logistic(x: np.ndarray, y: np.ndarray) -> Head:
     """(weights, bias, mean, scale) of an L2-regularised logistic model fitted by gradient descent (full batch)."""
     mean = x.mean(axis=0)
     scale = x.std(axis=0) + 1e-6
@@ -287,13 +255,6 @@ def turn_feature_rows(turns: Iterable[TurnRows], *, drop_gold: bool = False) -> 
     return np.asarray(rows, dtype=np.float32)
 
 
-def head_probabilities(head: tuple[np.ndarray, float, np.ndarray, np.ndarray], rows: np.ndarray) -> np.ndarray:
-    from reground.tools.judge import sigmoid
-
-    w, b, mean, scale = head
-    return sigmoid((rows - mean) / scale @ w + b)
-
-
 def calibrated_thresholds(scores: Sequence[float], classes: Sequence[str]) -> tuple[float, float]:
     """(hedge, answer) thresholds from out-of-fold answerability: abstain below `hedge` on at most
     MAX_ANSWERABLE_ABSTAINED of answerable tasks; answer confidently from `answer` on at most
@@ -326,7 +287,7 @@ def _f1(a: str, b: str) -> float:
 
 
 def train_and_measure(doc2dial: list[TurnRows], mtrag: list[TurnRows], weights_path: Path) -> dict[str, Any]:
-    from reground.tools.judge import SCALAR_NAMES, TURN_FEATURE_NAMES, JudgeModel, sigmoid
+    from reground.tools.judge import SCALAR_NAMES, TURN_FEATURE_NAMES, JudgeModel, logistic, sigmoid
 
     train = [t for t in doc2dial if not held_out(t.dial_id) and len(t.texts)]
     test = [t for t in doc2dial if held_out(t.dial_id) and len(t.texts)]
@@ -346,7 +307,7 @@ def train_and_measure(doc2dial: list[TurnRows], mtrag: list[TurnRows], weights_p
     out_of_fold = np.zeros(len(judged))
     for k in range(FOLDS):
         fit = folds != k
-        out_of_fold[~fit] = head_probabilities(train_logistic(rows[fit], answerable[fit]), rows[~fit])
+        out_of_fold[~fit] = logistic(train_logistic(rows[fit], answerable[fit]), rows[~fit])
     head = train_logistic(rows, answerable)
     classes = [t.answerability for t in judged]
     hedge, answer = calibrated_thresholds(list(out_of_fold), classes)
@@ -419,7 +380,7 @@ def train_and_measure(doc2dial: list[TurnRows], mtrag: list[TurnRows], weights_p
         "auc_note": "MTRAG-UN dev, ANSWERABLE + PARTIAL vs UNANSWERABLE, out of fold",
         "auc_constructed_unanswerable_doc2dial_held_out": round(
             auc(
-                [*head_probabilities(head, constructed_pos), *head_probabilities(head, constructed_neg)],
+                [*logistic(head, constructed_pos), *logistic(head, constructed_neg)],
                 [True] * len(constructed_pos) + [False] * len(constructed_neg),
             ),
             4,
@@ -452,17 +413,12 @@ def measure_cost(docs: Path, cases: Path, *, data_dir: str | None, limit: int) -
     and the whole turn's, medians and 90th percentiles."""
     from langgraph.checkpoint.memory import InMemorySaver
     from reground.evals.answers import graph_messages
-    from reground.evals.bench import EVAL_CHUNK_TOKENS
     from reground.evals.datasets import load_cases
-    from reground.evals.retrieval import collection_name, open_eval_store
-    from reground.graph.builder import build_graph, run_config
-    from reground.graph.context import Context
-    from reground.tools.fake_chat import ScriptedChatModel, first_passage_reply
+    from reground.evals.llm_free import llm_free_graph
+    from reground.graph.builder import run_config
 
-    store: Any = open_eval_store(docs, data_dir=data_dir, max_tokens=EVAL_CHUNK_TOKENS)
-    model = ScriptedChatModel(script={"answer": [first_passage_reply]})
-    graph = build_graph(chat_model=model, store=store, checkpointer=InMemorySaver())
-    base = Context(collection=collection_name(docs, EVAL_CHUNK_TOKENS), **({"data_dir": data_dir} if data_dir else {}))
+    run = llm_free_graph(docs, data_dir=data_dir, checkpointer=InMemorySaver())
+    model, graph, base = run.model, run.graph, run.context
     seconds: dict[str, dict[str, list[float]]] = {
         "judge": {"triage": [], "turn": []},
         "no_judge": {"triage": [], "turn": []},

@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from reground.evals.baselines import rag_passages
-from reground.evals.bench import EVAL_CHUNK_TOKENS
-from reground.evals.judge import held_out
+from reground.evals.datasets import held_out
 
 
 def compare_passages(
@@ -37,21 +36,13 @@ def compare_passages(
     """Per case, whether the graph's final passages and history RAG's hold the gold document; and the shares."""
     from reground.evals.answers import graph_messages
     from reground.evals.datasets import load_cases
-    from reground.evals.retrieval import collection_name, open_eval_store
-    from reground.graph.builder import build_graph, run_config
-    from reground.graph.context import Context
-    from reground.tools.fake_chat import ScriptedChatModel, first_passage_reply
+    from reground.evals.llm_free import llm_free_graph
+    from reground.graph.builder import run_config
     from reground.tools.retrieval import HybridRetriever
     from reground.tools.scoring import token_f1
 
-    store: Any = open_eval_store(docs, data_dir=data_dir, max_tokens=EVAL_CHUNK_TOKENS)
-    model = ScriptedChatModel(script={"answer": [first_passage_reply]})
-    graph = build_graph(chat_model=model, store=store)
-    context = Context(
-        collection=collection_name(docs, EVAL_CHUNK_TOKENS),
-        **({"data_dir": data_dir} if data_dir else {}),
-        **(overrides or {}),
-    )
+    run = llm_free_graph(docs, data_dir=data_dir, overrides=overrides)
+    store, model, graph, context = run.store, run.model, run.graph, run.context
     retriever = HybridRetriever(store)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()

@@ -166,7 +166,7 @@ def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
     foreign = unsupported_contacts(text, [p["text"] for p in passages if p["chunk_id"] in cited], [])
     if passed and foreign and not review:
         # A link, address or number must come from a cited passage's content, never from elsewhere.
-        text, passed, citations = answer_prompts.NOT_FOUND.format(escalation=context.escalation), False, []
+        text, passed, citations = not_found, False, []
         reason = f"the answer gives a contact no cited passage holds: {', '.join(foreign)}"
         kind = "abstain"
     if kind == "hedge":

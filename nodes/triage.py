@@ -37,7 +37,7 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         restored = {"passages": held}
     evidence = reading.evidence if reading else []
     supported = support(evidence, context.evidence_dense_weight)
-    covered, missing = coverage(question_of(state), [p["text"] for p in passages])
+    covered, missing = (reading.coverage, list(reading.missing)) if reading else coverage(question_of(state), [])
     # A reply to the turn's own clarifying question is never asked back again.
     clarified = state.get("query_mode") == "clarified"
     references = [] if clarified else unresolved_references(state["question"], state.get("history", []))

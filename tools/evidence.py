@@ -278,10 +278,12 @@ def turn_evidence(
     history: Sequence[Mapping[str, str]],
     passages: Sequence[Passage],
     embed: Callable[[Sequence[str]], np.ndarray],
-    **weights: Any,
+    *,
+    rewritten: bool = False,
+    dense_weight: float = 1.0,
 ) -> list[Evidence]:
     """The passage sentences closest to a turn's question, best first (`turn_evidence_vectors` without vectors)."""
-    return turn_evidence_vectors(question, history, passages, embed, **weights)[0]
+    return turn_evidence_vectors(question, history, passages, embed, rewritten=rewritten, dense_weight=dense_weight)[0]
 
 
 def turn_evidence_vectors(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from reground.tools.evidence import Evidence
+from reground.tools.scoring import token_f1
 
 # The shipped weights and their pinned digest (the model card beside them says how they were trained).
 JUDGE_FILE = "judge.npz"
@@ -99,20 +101,6 @@ SCALAR_NAMES: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class SentenceView:
-    """What the judge reads of one ranked evidence sentence (tools/evidence.Evidence's measured parts)."""
-
-    text: str
-    passage: int
-    order: int
-    score: float
-    lexical: float
-    dense: float
-    dense_dialogue: float
-    continuity: float
-
-
 def _flags(patterns: Sequence[tuple[str, re.Pattern[str]]], text: str) -> list[float]:
     return [1.0 if pattern.search(text) else 0.0 for _, pattern in patterns]
 
@@ -128,12 +116,10 @@ def _ranks(values: Sequence[float]) -> list[float]:
 
 
 def scalar_features(
-    question: str, sentences: Sequence[SentenceView], *, has_dialogue: bool, previous_reply: str = ""
+    question: str, sentences: Sequence[Evidence], *, has_dialogue: bool, previous_reply: str = ""
 ) -> np.ndarray:
     """One row of SCALAR_NAMES per sentence: the evidence's measured parts, their gaps to the turn's best, and the
     sentence's form and content against what the question asks for."""
-    from reground.tools.scoring import token_f1
-
     if not sentences:
         return np.zeros((0, len(SCALAR_NAMES)), dtype=np.float32)
     best_lexical = max(s.lexical for s in sentences)
@@ -189,7 +175,7 @@ def scalar_features(
 
 def judge_inputs(
     question: str,
-    sentences: Sequence[SentenceView],
+    sentences: Sequence[Evidence],
     *,
     sentence_vectors: np.ndarray,
     question_vector: np.ndarray,
@@ -233,8 +219,8 @@ class JudgeModel:
     def answerability(self, scalars: np.ndarray, coverage: float) -> float:
         """The probability that the passages answer the question, from the turn's sentence features and the share
         of the question's content words the passages hold."""
-        features = (turn_features(scalars, coverage) - self.head_mean) / self.head_scale
-        return float(sigmoid(np.asarray(features @ self.head_w + self.head_b)))
+        head = (self.head_w, self.head_b, self.head_mean, self.head_scale)
+        return float(logistic(head, turn_features(scalars, coverage)))
 
     def save(self, path: Path) -> str:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -257,6 +243,15 @@ class JudgeModel:
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
     return np.asarray(1.0 / (1.0 + np.exp(-np.clip(x, -30, 30))))
+
+
+Head = tuple[np.ndarray, float, np.ndarray, np.ndarray]  # a logistic model: weights, bias, input mean, input scale
+
+
+def logistic(head: Head, rows: np.ndarray) -> np.ndarray:
+    """A standardising logistic model's probabilities for `rows` (one row, or a matrix of them)."""
+    weights, bias, mean, scale = head
+    return sigmoid((rows - mean) / scale @ weights + bias)
 
 
 # What the answerability head reads of a turn. The sentence judge's own logits were tried as inputs too and did not
@@ -299,23 +294,3 @@ def sentence_probabilities(model: JudgeModel, inputs: np.ndarray, coverage: floa
         return [], 0.0
     answerable = model.answerability(inputs[:, : len(SCALAR_NAMES)], coverage)
     return [float(p) for p in sigmoid(logits)], answerable
-
-
-def views(evidence: Sequence[Any]) -> list[SentenceView]:
-    """Evidence items (tools/evidence.Evidence or their dict form in state) as what the judge reads."""
-    out = []
-    for e in evidence:
-        item: Mapping[str, Any] = e if isinstance(e, Mapping) else e.__dict__
-        out.append(
-            SentenceView(
-                text=str(item["text"]),
-                passage=int(item["passage"]),
-                order=int(item.get("order", 0)),
-                score=float(item["score"]),
-                lexical=float(item["lexical"]),
-                dense=float(item["dense"]),
-                dense_dialogue=float(item.get("dense_dialogue", 0.0)),
-                continuity=float(item.get("continuity", 0.0)),
-            )
-        )
-    return out

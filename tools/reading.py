@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from reground.tools.answerability import coverage, depends_on_dialogue
 from reground.tools.evidence import Evidence, previous_reply, turn_evidence_vectors
-from reground.tools.judge import JudgeModel, judge_inputs, sentence_probabilities, views
+from reground.tools.judge import JudgeModel, judge_inputs, sentence_probabilities
 from reground.tools.retrieval import history_query
 from reground.tools.types import Passage
 
@@ -35,6 +35,8 @@ class TurnReading:
     answerable: float | None = None
     inputs: np.ndarray | None = None
     coverage: float = 1.0  # the share of the question's content words the passages hold
+    missing: tuple[str, ...] = ()  # those it lacks, in question order
+    dialogue_query: str = ""  # the question read in its dialogue, for a follow-up that depends on it
 
 
 def read_turn(
@@ -64,22 +66,23 @@ def read_turn(
         dialogue_weight=weights.dialogue,
         continuity_weight=weights.continuity,
     )
-    covered, _ = coverage(question, [p["text"] for p in passages])
+    covered, lacking = coverage(question, [p["text"] for p in passages])
+    missing = tuple(lacking)
     if not evidence or (judge is None and not keep_inputs):
-        return TurnReading(evidence, 0.0 if judge is not None else None, coverage=covered)
+        return TurnReading(evidence, 0.0 if judge is not None else None, None, covered, missing, dialogue_query)
     inputs = judge_inputs(
         question,
-        views(evidence),
+        evidence,
         sentence_vectors=rows[[e.order for e in evidence]],
         question_vector=question_vector,
         previous_reply=previous_reply(history),
         has_dialogue=dialogue_vector is not None,
     )
     if judge is None:
-        return TurnReading(evidence, None, inputs, covered)
+        return TurnReading(evidence, None, inputs, covered, missing, dialogue_query)
     probabilities, answerable = sentence_probabilities(judge, inputs, covered)
     judged = [
         replace(e, judge=round(p, 6), judge_weight=weights.judge) for e, p in zip(evidence, probabilities, strict=True)
     ]
     judged.sort(key=lambda e: (-e.strength, e.order))
-    return TurnReading(judged, answerable, inputs if keep_inputs else None, covered)
+    return TurnReading(judged, answerable, inputs if keep_inputs else None, covered, missing, dialogue_query)

@@ -7,6 +7,7 @@ non-alphanumerics to spaces, no stemming) for ROUGE, so the numbers equal those 
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections import Counter
@@ -132,22 +133,30 @@ ECHO_WORDS = 4  # a run of this many prompt words (two of them content words) in
 _PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
 
 
-def prompt_echo(reply: str, templates: Sequence[str]) -> str:
-    """The first run of ECHO_WORDS words that the reply copies from the prompts' own text (their placeholders
-    left out), or "": a weak model sometimes answers with the scaffolding ("The user's last message: ... The passage
-    sentences closest ..."), which is grounded in nothing the documents say."""
-    from reground.tools.lexical import STOPWORDS
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
 
-    def words(text: str) -> list[str]:
-        return re.findall(r"[a-z0-9']+", text.lower())
+
+@functools.lru_cache(maxsize=32)
+def _prompt_runs(templates: tuple[str, ...]) -> frozenset[tuple[str, ...]]:
+    """Every run of ECHO_WORDS words of the prompts' own text with two content words (built once per prompt set:
+    the prompts are the same for every check of a run)."""
+    from reground.tools.lexical import STOPWORDS
 
     runs: set[tuple[str, ...]] = set()
     for template in templates:
         for part in _PLACEHOLDER.split(template):
-            w = words(part)
+            w = _words(part)
             runs.update(tuple(w[i : i + ECHO_WORDS]) for i in range(len(w) - ECHO_WORDS + 1))
-    runs = {run for run in runs if sum(word not in STOPWORDS for word in run) >= 2}
-    said = words(reply)
+    return frozenset(run for run in runs if sum(word not in STOPWORDS for word in run) >= 2)
+
+
+def prompt_echo(reply: str, templates: Sequence[str]) -> str:
+    """The first run of ECHO_WORDS words that the reply copies from the prompts' own text (their placeholders
+    left out), or "": a weak model sometimes answers with the scaffolding ("The user's last message: ... The passage
+    sentences closest ..."), which is grounded in nothing the documents say."""
+    runs = _prompt_runs(tuple(templates))
+    said = _words(reply)
     for i in range(len(said) - ECHO_WORDS + 1):
         if tuple(said[i : i + ECHO_WORDS]) in runs:
             return " ".join(said[i : i + ECHO_WORDS])

@@ -170,6 +170,7 @@ class _Loaded:
         self.fields: frozenset[str] = frozenset(key for c in self.chunks for key in c["metadata"])
         self._bm25: BM25 | None = None
         self._allowed: dict[tuple[tuple[str, tuple[str, ...]], ...], np.ndarray] = {}
+        self._scope_misses: dict[tuple[tuple[str, tuple[str, ...]], ...], str | None] = {}
         self._lock = threading.Lock()
 
     def allowed(self, scope: dict[str, list[str]]) -> np.ndarray | None:
@@ -185,6 +186,17 @@ class _Loaded:
             with self._lock:
                 self._allowed[key] = mask
         return mask
+
+    def scope_miss(self, scope: dict[str, list[str]], collection: str) -> str | None:
+        """`scope_miss` of every chunk's metadata, once per scope: a scoped conversation asks it every turn."""
+        key = tuple(sorted((name, tuple(values)) for name, values in scope.items()))
+        with self._lock:
+            if key in self._scope_misses:
+                return self._scope_misses[key]
+        note = scope_miss(scope, collection, [c["metadata"] for c in self.chunks])
+        with self._lock:
+            self._scope_misses[key] = note
+        return note
 
     def bm25(self) -> BM25:
         with self._lock:
@@ -268,6 +280,12 @@ class SearchIndex:
                 f"{self.collection!r} has (known fields: {known}); fix the filter or ingest documents with that field"
             )
         return scope
+
+    def scope_miss(self, where: Where) -> str | None:
+        """What to tell a user whose scope names a value no document has (module `scope_miss`), from the loaded
+        snapshot; a field no document has raises UnknownMetadataFieldError, as a search would."""
+        loaded = self._load()
+        return loaded.scope_miss(self._scope(loaded, where), self.collection)
 
     def all_chunks(self, where: Where | None = None) -> list[Chunk]:
         loaded = self._load()

@@ -721,6 +721,9 @@ class PassageStore:
     def all_chunks(self, where: Where | None = None) -> list[Chunk]:
         return self.index.all_chunks(where)
 
+    def scope_miss(self, where: Where) -> str | None:
+        return self.index.scope_miss(where)
+
     def chunks_for_documents(self, doc_ids: Sequence[str], where: Where | None = None) -> list[Chunk]:
         return self.index.chunks_for_documents(doc_ids, where)
 

@@ -12,22 +12,20 @@ import numpy as np
 import pytest
 from reground.graph.context import Context, ContextError
 from reground.nodes.triage import judged_decision
+from reground.tools.evidence import Evidence
 from reground.tools.judge import (
     JUDGE_SHA256,
     SCALAR_NAMES,
     TURN_FEATURE_NAMES,
     JudgeModel,
-    SentenceView,
     scalar_features,
     sentence_probabilities,
     shipped_judge,
 )
 
 
-def view(text: str, order: int, *, passage: int = 1, score: float = 0.5) -> SentenceView:
-    return SentenceView(
-        text=text, passage=passage, order=order, score=score, lexical=0.3, dense=0.4, dense_dialogue=0.0, continuity=0.0
-    )
+def view(text: str, order: int, *, passage: int = 1, score: float = 0.5) -> Evidence:
+    return Evidence(text=text, passage=passage, order=order, score=score, lexical=0.3, dense=0.4)
 
 
 def column(rows: np.ndarray, name: str) -> list[float]:

@@ -1,0 +1,46 @@
+"""The whole graph without an LLM over an eval corpus: the setup `evals/passages.py` and `evals/judge.py` share.
+
+A scripted chat model (a follow-up whose retrieval is unsure keeps its question unrewritten; replies are extracted,
+as by default) over the corpus's eval collection, ingested once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+
+@dataclass
+class LlmFreeGraph:
+    """The compiled graph, its scripted model (reset it per case), the store and the context to run it with."""
+
+    graph: Any
+    model: Any
+    store: Any
+    context: Any
+
+
+def llm_free_graph(
+    docs: Path,
+    *,
+    data_dir: str | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> LlmFreeGraph:
+    from reground.evals.bench import EVAL_CHUNK_TOKENS
+    from reground.evals.retrieval import collection_name, open_eval_store
+    from reground.graph.builder import build_graph
+    from reground.graph.context import Context
+    from reground.tools.fake_chat import ScriptedChatModel, first_passage_reply
+
+    store: Any = open_eval_store(docs, data_dir=data_dir, max_tokens=EVAL_CHUNK_TOKENS)
+    model = ScriptedChatModel(script={"answer": [first_passage_reply]})
+    context = Context(
+        collection=collection_name(docs, EVAL_CHUNK_TOKENS),
+        **({"data_dir": data_dir} if data_dir else {}),
+        **(overrides or {}),
+    )
+    graph = build_graph(chat_model=model, store=store, checkpointer=checkpointer)
+    return LlmFreeGraph(graph=graph, model=model, store=store, context=context)
