@@ -40,6 +40,7 @@ from reground.tools.types import Passage, is_assistant
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 # How a line that ends a sentence or leads into what follows ends (a heading line has none of these).
 _LINE_END = re.compile(r"[.!?:;,)\]\"']$")
+_SAYS_END = re.compile(r"[.!?:;)\]\"'”’]$")  # how a sentence that says something whole ends
 MAX_HEADING_WORDS = 12
 _CITATION = re.compile(r"\s*\[\d{1,2}\]")
 MIN_SENTENCE_WORDS = 3
@@ -365,10 +366,30 @@ def repeats(answer: str, previous_reply: str) -> bool:
     return rouge_l(strip_citations(answer), previous_reply).precision >= REPEAT_PRECISION
 
 
+_MARKDOWN_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_BARE_URL = re.compile(r"https?://\S+|www\.\S+")
+MAX_FRAGMENT_WORDS = 5
+MIN_REPLY_CONTENT_WORDS = 2
+
+
+def stands_as_reply(text: str) -> bool:
+    """Whether a sentence can be a whole reply: not a fragment (a heading or a list item, "Plan the migration": a
+    single line of at most MAX_FRAGMENT_WORDS words with no closing punctuation) and not a pointer whose link is the
+    message ("For more information, see [Tags for Block Storage](https://...)": fewer content words outside its
+    links than MIN_REPLY_CONTENT_WORDS or than in the links' labels)."""
+    stripped = text.strip()
+    if "\n" not in stripped and len(stripped.split()) <= MAX_FRAGMENT_WORDS and not _SAYS_END.search(stripped):
+        return False
+    labels = " ".join(_MARKDOWN_LINK.findall(stripped))
+    outside = _BARE_URL.sub("", _MARKDOWN_LINK.sub("", stripped))
+    said = len(lexical_tokens(outside))
+    return said >= MIN_REPLY_CONTENT_WORDS and said >= len(lexical_tokens(labels))
+
+
 def answer_sentences(evidence: Sequence[Evidence]) -> list[Evidence]:
     """The evidence that can answer: a sentence that asks (an FAQ's heading, "Should I bag my recyclables?") never
-    does; the sentences around it do."""
-    return [e for e in evidence if not e.text.rstrip().endswith("?")]
+    does, nor a fragment or a bare link (`stands_as_reply`); the sentences around them do."""
+    return [e for e in evidence if not e.text.rstrip().endswith("?") and stands_as_reply(e.text)]
 
 
 def relevance_parts(answer: str, evidence: Sequence[Evidence], previous_reply: str = "") -> dict[str, float]:

@@ -235,3 +235,29 @@ def test_repeating_the_previous_reply_is_relevant_when_the_question_asks_for_it_
     evidence = rank_evidence("What about partner leave?", passages(LEAVE, previous))
     assert evidence[0].text == previous
     assert relevance_parts(previous, evidence, previous_reply=previous)["novel"] == 1.0
+
+
+def test_a_fragment_or_a_bare_link_is_never_a_whole_reply() -> None:
+    """A list item or heading ("Plan the migration") and a pointer whose link is the message are skipped; the
+    sentence after them answers."""
+    from reground.tools.evidence import Evidence, extractive_answer, stands_as_reply
+
+    pointer = "For more information, see [Tags for Block Storage for VPC snapshots](https://cloud.example/docs/tags)."
+    assert not stands_as_reply("Plan the migration")
+    assert not stands_as_reply(pointer)
+    assert stands_as_reply("Read the [leave policy](https://hr.example/leave) before you apply in writing.")
+    assert stands_as_reply("Full-time employees get 30 days of leave")  # a sentence that lacks only its full stop
+    evidence = [
+        Evidence(text="Plan the migration", passage=1, score=0.9, lexical=0.9, dense=0.9, order=0),
+        Evidence(text=pointer, passage=1, score=0.8, lexical=0.8, dense=0.8, order=1),
+        Evidence(
+            text="Transfer your documents to the new project first.",
+            passage=1,
+            score=0.5,
+            lexical=0.5,
+            dense=0.5,
+            order=2,
+        ),
+    ]
+    text, passages = extractive_answer(evidence)
+    assert text == "Transfer your documents to the new project first." and passages == [1]
