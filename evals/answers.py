@@ -32,13 +32,14 @@ from reground.evals.baselines import BASELINES, run_baseline
 from reground.evals.behaviour import behaviour_of, behaviour_table
 from reground.evals.datasets import Case, load_cases
 from reground.evals.metrics import MetricUnavailableError, load_metric
+from reground.evals.records import latest_by_case, read_jsonl
 from reground.tools.errors import InputError
-from reground.tools.scoring import k_precision, rouge_l, token_f1, token_recall
+from reground.tools.signals.scoring import k_precision, rouge_l, token_f1, token_recall
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-# The full graph and its ablations: Context overrides (fields of reground.graph.context.Context).
+# The full graph and its ablations: Context overrides (fields of reground.nodes.context.Context).
 GRAPH_SYSTEMS: dict[str, dict[str, Any]] = {
     "reground": {},
     "reground-no_refiner": {"use_question_refiner": False},
@@ -91,29 +92,6 @@ def shown_path(path: Path) -> str:
     import os
 
     return os.path.relpath(path.resolve(), Path.cwd().resolve())
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Rows of a JSONL file; a torn last line (a run killed mid-write) is ignored."""
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
-
-
-def latest_by_case(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The last row per case id (a retried case appends a newer row)."""
-    out: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        out[str(row.get("case_id"))] = row
-    return out
 
 
 class _JsonlWriter:
@@ -314,7 +292,7 @@ def graph_runner(
     """The full graph (or an ablation) as a case runner; the result is the graph's TurnResult.
     With a scope field, each case's collection is added to the context's `metadata_filter`."""
     from reground.graph.builder import build_graph, run_config
-    from reground.graph.context import Context
+    from reground.nodes.context import Context
 
     context = Context(**base_context).with_(**GRAPH_SYSTEMS[system])
     graph = build_graph(chat_model=chat_model, store=store)
@@ -339,7 +317,7 @@ def baseline_runner(
     """A baseline as a case runner; `where` (the run's filter) plus the case's scope filter retrieval."""
     retriever = None
     if system != "no_retrieval":
-        from reground.tools.retrieval import HybridRetriever
+        from reground.tools.retrieval.search import HybridRetriever
 
         retriever = HybridRetriever(store)
 
@@ -353,7 +331,7 @@ def baseline_runner(
 
 
 def load_eval_model(spec: str, max_tokens: int = 160) -> BaseChatModel:
-    from reground.tools.llm import ensure_reachable, load_chat_model
+    from reground.tools.adapters.llm import ensure_reachable, load_chat_model
 
     ensure_reachable(spec)
     model: BaseChatModel = load_chat_model(spec, temperature=0.0, max_tokens=max_tokens)
@@ -563,7 +541,7 @@ def relevance_threshold_of(config: Mapping[str, Any]) -> tuple[float, str]:
 
 def _context_default(name: str) -> Any:
     """A Context field's default, without building a Context (None if the field does not exist)."""
-    from reground.graph.context import Context
+    from reground.nodes.context import Context
 
     field = Context.model_fields.get(name)
     return None if field is None else field.get_default(call_default_factory=True)

@@ -22,12 +22,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from reground.prompts import baselines as prompts
-from reground.tools.scoring import principle_scores
+from reground.tools.signals.scoring import principle_scores
 
 if TYPE_CHECKING:  # LangChain and the retrieval stack load on first use: `reground --help` stays quick
     from langchain_core.language_models import BaseChatModel
-    from reground.tools.chat import CallStats
-    from reground.tools.retrieval import HybridRetriever
+    from reground.tools.adapters.chat import CallStats
+    from reground.tools.retrieval.search import HybridRetriever
     from reground.tools.types import Passage
 
 BASELINES = ("no_retrieval", "naive_rag", "history_rag")
@@ -76,7 +76,7 @@ def no_retrieval(model: BaseChatModel, *, history: Sequence[Mapping[str, str]], 
     """Answer from the dialogue alone."""
     from langchain_core.messages import HumanMessage
     from reground.prompts.formatting import format_conversation
-    from reground.tools.chat import CallStats, call_text
+    from reground.tools.adapters.chat import CallStats, call_text
 
     started, stats = time.perf_counter(), CallStats()
     prompt = prompts.NO_RETRIEVAL.format(conversation=format_conversation(_turns(history), question))
@@ -95,7 +95,8 @@ def rag_passages(
     where: dict[str, Any] | None = None,
 ) -> list[Passage]:
     """The k passages a RAG baseline answers from: the question alone, or with the last `history_tokens` of dialogue."""
-    from reground.tools.retrieval import RetrievalQuery, history_query
+    from reground.tools.retrieval.search import RetrievalQuery
+    from reground.tools.text.tokens import history_query
 
     query_text = history_query(question, _turns(history), history_tokens) if use_history else question
     return retriever.search(
@@ -115,7 +116,7 @@ def rag(
     """Retrieve the passages (`rag_passages`), then one answer call."""
     from langchain_core.messages import HumanMessage
     from reground.prompts.formatting import format_conversation, format_passages
-    from reground.tools.chat import CallStats, call_text
+    from reground.tools.adapters.chat import CallStats, call_text
 
     started, stats = time.perf_counter(), CallStats()
     turns = _turns(history)
@@ -131,8 +132,8 @@ def rag(
 def baseline_relevance(
     answer: str, question: str, turns: Sequence[Mapping[str, str]], passages: Sequence[Passage], embed: Any
 ) -> float:
-    """The graph's answer-relevance signal (tools/evidence.py) for a baseline's answer, LLM-free."""
-    from reground.tools.evidence import previous_reply, relevance_parts, turn_evidence
+    """The graph's answer-relevance signal (tools/signals/evidence.py) for a baseline's answer, LLM-free."""
+    from reground.tools.signals.evidence import previous_reply, relevance_parts, turn_evidence
 
     evidence = turn_evidence(question, turns, passages, embed)
     return relevance_parts(answer, evidence, previous_reply(turns))["relevance"]

@@ -58,7 +58,7 @@ def _timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[float, An
 
 
 def _one_at_a_time_per_s(embedder: Any, texts: Sequence[str]) -> float:
-    from reground.tools.embeddings import embed_passages
+    from reground.tools.adapters.embeddings import embed_passages
 
     seconds, _ = _timed(lambda: [embed_passages(embedder, [t]) for t in texts])
     return len(texts) / seconds
@@ -89,11 +89,11 @@ def bench_ingest(docs: Path, cases: Path | None, work: Path) -> dict[str, Any]:
     """Fresh-store ingest throughput per corpus and, for doc2dial, its ratio to the embedder's own one-at-a-time
     passages/s measured in the same run (before and after the ingest, averaged: the machine is shared); query
     latency."""
-    from reground.tools.chunking import chunk_document
-    from reground.tools.embeddings import DEFAULT_SPEC, embed_passages, load_embedder
-    from reground.tools.ingest import ingest
-    from reground.tools.loaders import load_paths
-    from reground.tools.store import PassageStore
+    from reground.tools.adapters.embeddings import DEFAULT_SPEC, embed_passages, load_embedder
+    from reground.tools.stores.ingest import ingest
+    from reground.tools.stores.store import PassageStore
+    from reground.tools.text.chunking import chunk_document
+    from reground.tools.text.loaders import load_paths
 
     embedder = load_embedder(DEFAULT_SPEC)
     embedder.embed(["warm up the session"])
@@ -150,8 +150,9 @@ def bench_overhead(docs: Path, cases: Path, work: Path, turns: int) -> dict[str,
     from reground.evals.datasets import load_cases
     from reground.evals.retrieval import collection_name, open_eval_store
     from reground.graph.builder import build_graph, run_config
-    from reground.graph.context import Context
-    from reground.tools.fake_chat import ScriptedChatModel, first_passage_reply
+    from reground.nodes.context import Context
+
+    from reground.testing.fake_chat import ScriptedChatModel, first_passage_reply
 
     data_dir = work / "overhead"
     store: Any = open_eval_store(docs, data_dir=data_dir, max_tokens=EVAL_CHUNK_TOKENS)  # the answer evals' collection
@@ -208,7 +209,7 @@ def _chat(url: str, prompt: str, max_tokens: int) -> tuple[float, dict[str, int]
 
 
 def bench_llm(models: Sequence[str], repeats: int) -> dict[str, Any]:
-    from reground.tools.local_server import launch, stop_launched
+    from reground.tools.adapters.local_server import launch, stop_launched
 
     out: dict[str, Any] = {}
     for model in models:

@@ -54,9 +54,9 @@ def rss_mb() -> float:
 def build(docs: Path, work: Path, sizes: Sequence[int], seed: int) -> dict[int, Path]:
     """One data dir per size: the real collection, then perturbed replicas up to the size."""
     import numpy as np
-    from reground.tools.ingest import ingest
-    from reground.tools.store import PassageStore, generation_for
-    from reground.tools.vector_store import sentence_vectors_text
+    from reground.tools.stores.ingest import ingest
+    from reground.tools.stores.store import PassageStore, generation_for
+    from reground.tools.stores.vector_store import sentence_vectors_text
 
     base = PassageStore.open(COLLECTION, data_dir=work / "base", create=True)
     ingest([docs], base, max_tokens=EVAL_CHUNK_TOKENS, progress=False)
@@ -112,8 +112,8 @@ def _write_rows(store: Any, documents: list[tuple[str, str, str, list[Any]]]) ->
     own `write_embedded` does six round trips per document: ~25,000 documents would take longer than the rest)."""
     import time as clock
 
-    from reground.tools.store import SENTENCE_VECTORS_KEY
-    from reground.tools.vector_store import sentence_vectors_text
+    from reground.tools.stores.store import SENTENCE_VECTORS_KEY
+    from reground.tools.stores.vector_store import sentence_vectors_text
 
     ids, texts, metadatas, vectors = [], [], [], []
     now = clock.time()
@@ -150,9 +150,9 @@ def measure(data_dir: Path, cases: Path, mode: str, queries: int, seed: int) -> 
     """In this (fresh) process: memory, load time and per-turn retrieval latency of one collection and mode."""
     from reground.evals.datasets import load_cases
     from reground.evals.retrieval import case_query
-    from reground.tools.retrieval import HybridRetriever
-    from reground.tools.search_index import IndexSettings
-    from reground.tools.store import PassageStore
+    from reground.tools.retrieval.search import HybridRetriever
+    from reground.tools.stores.search_index import IndexSettings
+    from reground.tools.stores.store import PassageStore
 
     before_open = rss_mb()
     store = PassageStore.open(COLLECTION, data_dir=data_dir, index=IndexSettings(dense=mode))

@@ -147,8 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from langgraph_sdk import get_sync_client
-    from reground.tools.ingest import ingest
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.ingest import ingest
+    from reground.tools.stores.store import PassageStore
 
     from reground.demo import DEMO_COLLECTION, DEMO_ESCALATION, DEMO_SCOPE, DEMO_TURNS, demo_corpus_path
 

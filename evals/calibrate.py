@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from reground.evals.answers import GRAPH_SYSTEMS, latest_by_case, read_jsonl, shown_path
+from reground.evals.answers import GRAPH_SYSTEMS, shown_path
+from reground.evals.records import latest_by_case, read_jsonl
+from reground.tools.adapters.paths import CALIBRATION_FILE, read_calibrated_threshold
+from reground.tools.adapters.paths import data_dir as default_data_dir
 from reground.tools.errors import DataError
-from reground.tools.paths import CALIBRATION_FILE, read_calibrated_threshold
-from reground.tools.paths import data_dir as default_data_dir
 
 __all__ = ["CalibrationError", "calibrate_run", "calibrated_threshold", "read_calibrated_threshold"]
 

@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reground.evals.answers import latest_by_case, read_jsonl
 from reground.evals.metrics import load_metric
+from reground.evals.records import latest_by_case, read_jsonl
 
 PROXIES = ("specificity", "faithfulness", "relevance", "groundedness", "answer_relevance")
 RELEVANCE_FINALS = ("token_f1", "k_precision")
@@ -119,7 +119,7 @@ def _mean(values: Sequence[float]) -> float | None:
 def old_relevance_proxy(row: Mapping[str, Any]) -> float | None:
     """The relevance proxy the graph used before the signal: ROUGE-L F of the answer against the question and the
     last two turns (ProMiSe's relevance metric), computed from the row so both score the same answers."""
-    from reground.tools.scoring import rouge_l
+    from reground.tools.signals.scoring import rouge_l
 
     if not row.get("answer"):
         return None

@@ -1,10 +1,10 @@
-"""Train and measure the judge (tools/judge.py): which passage sentence answers the question, and whether any does.
+"""Train and measure the judge (signals/judge.py): which passage sentence answers the question, and whether any does.
 
     .venv/bin/reground judge train        # = python -m reground.evals.judge train (fixed seed; about 10 minutes)
 
 1. **Collect.** The graph runs LLM-free (scripted model, as `evals/passages.py`) on every doc2dial dev case with a
    gold answer and on every MTRAG-UN dev task (scoped to its collection, as `eval answers` runs it); each turn's
-   passages are read as triage reads them (tools/reading.py) and the judge's input rows kept.
+   passages are read as triage reads them (tools/signals/reading.py) and the judge's input rows kept.
 2. **Label.** doc2dial: a sentence of the gold document whose words lie at least `SPAN_COVER` inside the gold
    span is a positive; every other sentence (of the gold document and of the other retrieved ones) a hard negative.
 3. **Split by dialogue**: a dialogue is held out when its id hashes into the last `HELD_OUT_SHARE`; nothing held
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 from reground.evals.datasets import HELD_OUT_SHARE, held_out
-from reground.tools.judge import Head
+from reground.tools.signals.judge import Head
 
 # The settings below (inputs, weight decay, epochs, hidden units, the blend) were chosen on a validation split inside
 # the training dialogues (sha1 in [0.6, 0.8)), trained on the rest, before the held-out dialogues were scored once:
@@ -83,9 +83,9 @@ def collect(docs: Path, cases: Path, *, scoped: bool, data_dir: str | None, limi
     from reground.evals.datasets import load_cases
     from reground.evals.llm_free import llm_free_graph
     from reground.graph.builder import run_config
-    from reground.tools.answerability import coverage
-    from reground.tools.reading import read_turn
     from reground.tools.services import Services
+    from reground.tools.signals.answerability import coverage
+    from reground.tools.signals.reading import read_turn
 
     run = llm_free_graph(docs, data_dir=data_dir, checkpointer=InMemorySaver(), overrides={"use_trained_judge": False})
     model, graph, base = run.model, run.graph, run.context
@@ -242,7 +242,7 @@ def reciprocal_rank(scores: np.ndarray, y: np.ndarray) -> float:
 def turn_feature_rows(turns: Iterable[TurnRows], *, drop_gold: bool = False) -> np.ndarray:
     """The answerability head's inputs of each turn (optionally with its gold document's sentences taken out: a
     turn whose gold document was not among its passages then gives no row)."""
-    from reground.tools.judge import SCALAR_NAMES, turn_features
+    from reground.tools.signals.judge import SCALAR_NAMES, turn_features
 
     rows = []
     for turn in turns:
@@ -281,13 +281,13 @@ def behaviour_shares(scores: Sequence[float], classes: Sequence[str], hedge: flo
 
 
 def _f1(a: str, b: str) -> float:
-    from reground.tools.scoring import token_f1
+    from reground.tools.signals.scoring import token_f1
 
     return token_f1(a, b)
 
 
 def train_and_measure(doc2dial: list[TurnRows], mtrag: list[TurnRows], weights_path: Path) -> dict[str, Any]:
-    from reground.tools.judge import SCALAR_NAMES, TURN_FEATURE_NAMES, JudgeModel, logistic, sigmoid
+    from reground.tools.signals.judge import SCALAR_NAMES, TURN_FEATURE_NAMES, JudgeModel, logistic, sigmoid
 
     train = [t for t in doc2dial if not held_out(t.dial_id) and len(t.texts)]
     test = [t for t in doc2dial if held_out(t.dial_id) and len(t.texts)]
@@ -497,12 +497,12 @@ def model_card(summary: dict[str, Any]) -> str:
 
 A two-layer network (ReLU, {model["hidden"]} units, {model["inputs"]} inputs) that scores whether a passage sentence
 answers the question of a conversation turn, and a logistic answerability head over the turn's best signals
-({", ".join(model["head_features"])}). Code: `tools/judge.py`; training and measurement: `evals/judge.py`.
+({", ".join(model["head_features"])}). Code: `tools/signals/judge.py`; training and measurement: `evals/judge.py`.
 
-- Weights: `judge.npz` (numpy arrays), sha256 `{model["sha256"]}` (pinned in `tools/judge.py`).
+- Weights: `judge.npz` (numpy arrays), sha256 `{model["sha256"]}` (pinned in `tools/signals/judge.py`).
 - Reproduce (from the repository root, with `../shared/data` beside it; fixed seed {model["seed"]}):
   `.venv/bin/reground judge train` (writes these weights and `evals/results/judge/summary.json`).
-- Inputs: the evidence features of `tools/evidence.py` (word overlap, MiniLM cosines with the question and with the
+- Inputs: the evidence features of `signals/evidence.py` (word overlap, MiniLM cosines with the question and with the
   question read in its dialogue, continuity), the sentence's form and content against what the question asks for,
   and the element-wise products of the question's and the sentence's all-MiniLM-L6-v2 vectors. No encoder of its own.
 
@@ -585,7 +585,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     args.weights.with_name("MODEL_CARD.md").write_text(model_card(summary))
-    print(f"weights {args.weights} sha256 {summary['model']['sha256']}: pin it as JUDGE_SHA256 in tools/judge.py")
+    print(
+        f"weights {args.weights} sha256 {summary['model']['sha256']}: pin it as JUDGE_SHA256 in tools/signals/judge.py"
+    )
     shown = {k: v for k, v in summary.items() if k != "mtrag_dev_tasks"}
     print(json.dumps(shown, indent=2))
     return 0

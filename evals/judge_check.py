@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from reground.evals.answers import judge_inputs, latest_by_case, passage_texts, read_jsonl
+from reground.evals.answers import judge_inputs, passage_texts
 from reground.evals.judges import Judgement, hallucination
+from reground.evals.records import latest_by_case, read_jsonl
 from reground.prompts.answer import NOT_FOUND
 from reground.prompts.judges import HALLUCINATED
 

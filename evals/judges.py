@@ -2,12 +2,12 @@
 run in both orders, and ReGround's hallucination judge.
 
 Any LangChain chat model can judge. Every judge asks for its verdict as one number and reads the model's
-probabilities of the valid numbers from the first token's log-probabilities (tools/choice.py), so no reply text
+probabilities of the valid numbers from the first token's log-probabilities (tools/adapters/choice.py), so no reply text
 is parsed and a small model cannot break the format: a reply that starts with anything else only lowers the
 `coverage` (the mass on valid numbers). A verdict whose coverage is under `COVERAGE_FLOOR` is returned as None
 and counted as "unparseable" in the summaries, never guessed. The ratings are G-Eval's probability-weighted mean
 (the sum of p(s) * s over 1..5); an endpoint that returns no log-probabilities is read from the number its reply
-starts with (tools/choice.py's text path).
+starts with (tools/adapters/choice.py's text path).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from reground.prompts import judges as prompts
 from reground.prompts.fence import fence_text
-from reground.tools.chat import CallStats
-from reground.tools.choice import Choice, Options, choose
+from reground.tools.adapters.chat import CallStats
+from reground.tools.adapters.choice import Choice, Options, choose
 
 Pairwise = Literal["A", "B", "tie"]
 

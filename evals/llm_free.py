@@ -32,8 +32,9 @@ def llm_free_graph(
     from reground.evals.bench import EVAL_CHUNK_TOKENS
     from reground.evals.retrieval import collection_name, open_eval_store
     from reground.graph.builder import build_graph
-    from reground.graph.context import Context
-    from reground.tools.fake_chat import ScriptedChatModel, first_passage_reply
+    from reground.nodes.context import Context
+
+    from reground.testing.fake_chat import ScriptedChatModel, first_passage_reply
 
     store: Any = open_eval_store(docs, data_dir=data_dir, max_tokens=EVAL_CHUNK_TOKENS)
     model = ScriptedChatModel(script={"answer": [first_passage_reply]})

@@ -38,8 +38,8 @@ def compare_passages(
     from reground.evals.datasets import load_cases
     from reground.evals.llm_free import llm_free_graph
     from reground.graph.builder import run_config
-    from reground.tools.retrieval import HybridRetriever
-    from reground.tools.scoring import token_f1
+    from reground.tools.retrieval.search import HybridRetriever
+    from reground.tools.signals.scoring import token_f1
 
     run = llm_free_graph(docs, data_dir=data_dir, overrides=overrides)
     store, model, graph, context = run.store, run.model, run.graph, run.context

@@ -103,7 +103,7 @@ def measure(log: Path, offset: int, run: Path, system: str, end: int | None = No
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from reground.tools.paths import state_dir
+    from reground.tools.adapters.paths import state_dir
 
     parser = argparse.ArgumentParser(prog="python -m reground.evals.prefix_cache", description=__doc__)
     parser.add_argument("--log", type=Path, default=None, help="the server log (default: the recorded server's)")

@@ -20,9 +20,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-from reground.evals.answers import latest_by_case, read_jsonl
 from reground.evals.behaviour import ANSWERABILITY, KINDS
 from reground.evals.correlation import FINALS, PROXIES, correlation_report
+from reground.evals.records import latest_by_case, read_jsonl
 from reground.tools.errors import InputError
 
 ANSWER_COLUMNS: tuple[tuple[str, str, str], ...] = (

@@ -1,7 +1,7 @@
 """`reground eval retrieval`: document-level recall@k / MRR of the LLM-free stack and two BM25 baselines.
 
 Systems, all over the same ingested collection (chunks of `max_tokens`; a document scores its best chunk):
-- `reground`: tools.retrieval.HybridRetriever (question + recent dialogue, BM25 + MiniLM, weighted RRF);
+- `reground`: tools.retrieval.search.HybridRetriever (question + recent dialogue, BM25 + MiniLM, weighted RRF);
 - `bm25_question`: BM25 with the question only;
 - `bm25_history`: BM25 with the question plus the last ~100 words of the dialogue;
 - `reground_passages`: the documents of the top passages after paragraph scoring and the graph's default rerank
@@ -33,8 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from reground.evals.datasets import Case, load_cases, load_corpus
 from reground.evals.ranking import DEFAULT_KS, first_relevant_rank, metrics_from_ranks
-from reground.tools.evidence import best_sentence_cosines
-from reground.tools.retrieval import (
+from reground.tools.retrieval.search import (
     TRANSFORMS,
     HybridRetriever,
     RetrievalQuery,
@@ -43,9 +42,10 @@ from reground.tools.retrieval import (
     conversation_query,
     sentence_rerank,
 )
+from reground.tools.signals.evidence import best_sentence_cosines
 
 if TYPE_CHECKING:
-    from reground.tools.retrieval import SearchStore
+    from reground.tools.retrieval.search import SearchStore
 
 NEAR_DUPLICATE_DISTANCE = 100  # Levenshtein distance under which two documents count as one (near_duplicates)
 SPAN_HIT = 0.5  # a case's span counts as found when half its content words are in one kept passage
@@ -107,9 +107,9 @@ def open_eval_store(
     docs_path: Path, *, data_dir: str | Path | None, max_tokens: int, embedding: str = ""
 ) -> SearchStore:
     """The collection of docs_path chunked at max_tokens, ingested once (ingest is idempotent)."""
-    from reground.tools.embeddings import load_embedder
-    from reground.tools.ingest import ingest
-    from reground.tools.store import PassageStore
+    from reground.tools.adapters.embeddings import load_embedder
+    from reground.tools.stores.ingest import ingest
+    from reground.tools.stores.store import PassageStore
 
     name = collection_name(docs_path, max_tokens)
     embedder = load_embedder(embedding) if embedding else load_embedder()
@@ -123,7 +123,7 @@ def case_query(case: Case, budget_tokens: int, *, keywords: bool, phrase_tokens:
     """What the graph's retrieve node builds for this turn when no LLM rewrites the question."""
     kws: tuple[str, ...] = ()
     if keywords:
-        from reground.tools.keywords import lexical_keywords
+        from reground.tools.retrieval.keywords import lexical_keywords
 
         recent = " ".join(t["text"] for t in case.history[-2:])
         kws = tuple(lexical_keywords(case.question, case.question, recent))
@@ -356,7 +356,7 @@ class _ExpansionWriter:
         expansions_from: str | Path | None,
         settings: RetrievalSettings,
     ) -> None:
-        from reground.tools.chat import CallStats
+        from reground.tools.adapters.chat import CallStats
 
         self.transform, self.settings, self.failed = transform, settings, 0
         self.stats = CallStats()
@@ -367,7 +367,7 @@ class _ExpansionWriter:
             return
         if not model:
             raise ValueError(f"--transform {transform} needs --model SPEC (e.g. local:default) or --expansions-from")
-        from reground.tools.llm import ensure_reachable, load_chat_model
+        from reground.tools.adapters.llm import ensure_reachable, load_chat_model
 
         ensure_reachable(model)
         self.model = load_chat_model(model, temperature=0.0)
@@ -379,8 +379,8 @@ class _ExpansionWriter:
             if case.case_id not in self.known:
                 raise ValueError(f"case {case.case_id} has no expansions in the --expansions-from run")
             return dataclasses_replace(query, expansions=tuple(self.known[case.case_id]))
-        from reground.tools.chat import LLMReplyError
-        from reground.tools.query_transforms import transform_query
+        from reground.tools.adapters.chat import LLMReplyError
+        from reground.tools.retrieval.query_transforms import transform_query
 
         try:
             texts = transform_query(

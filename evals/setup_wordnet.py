@@ -16,7 +16,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from reground.tools.paths import cache_dir
+from reground.tools.adapters.paths import cache_dir
 
 DEBIAN_WORDNET = Path("/usr/share/wordnet")
 

@@ -51,15 +51,15 @@ import numpy as np
 from pydantic import BaseModel, Field
 from reground.evals.datasets import Case, Turn
 from reground.prompts import synth as prompts
-from reground.tools.chat import CallStats, LLMReplyError
+from reground.tools.adapters.chat import CallStats, LLMReplyError
+from reground.tools.adapters.structured import call_json
 from reground.tools.errors import DataError, InputError
-from reground.tools.retrieval import content_terms
-from reground.tools.scoring import k_precision, token_f1
-from reground.tools.structured import call_json
+from reground.tools.retrieval.search import content_terms
+from reground.tools.signals.scoring import k_precision, token_f1
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
-    from reground.tools.retrieval import SearchStore
+    from reground.tools.retrieval.search import SearchStore
     from reground.tools.types import Chunk
 
 GENERATOR = "reground-synth/1"
@@ -690,7 +690,7 @@ def synthesize(
     done = {int(r["dialogue"]) for r in finished}
     todo = [i for i in range(dialogues) if i not in done]
     if store is None:
-        from reground.tools.store import PassageStore
+        from reground.tools.stores.store import PassageStore
 
         store = PassageStore.open(collection, data_dir=str(data_dir) if data_dir else None)
     if model is None and todo:

@@ -21,7 +21,7 @@ from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 from reground.graph.builder import build_graph, run_config
-from reground.graph.context import Context
+from reground.nodes.context import Context
 
 
 @contextmanager

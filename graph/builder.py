@@ -12,11 +12,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
-from reground.graph.context import Context
-from reground.graph.state import InputState, OutputState, State, TraceEvent
 from reground.nodes.answer import answer, quote
 from reground.nodes.clarify import clarify
 from reground.nodes.common import NodeEnv
+from reground.nodes.context import Context
 from reground.nodes.finalize import finalize, passes_checks
 from reground.nodes.groundedness import check_groundedness
 from reground.nodes.keywords import extract_keywords
@@ -27,6 +26,7 @@ from reground.nodes.rerank import rerank
 from reground.nodes.retrieve import retrieve
 from reground.nodes.review import needs_review, review
 from reground.nodes.start_turn import start_turn
+from reground.nodes.state import InputState, OutputState, State, TraceEvent
 from reground.nodes.triage import triage
 from reground.tools.services import Services
 
@@ -38,7 +38,7 @@ NodeFn = Callable[[State, NodeEnv], dict[str, Any]]
 # Transient failures are retried with backoff; a server that is down is not (it fails at once).
 _TRANSIENT = {
     "APITimeoutError",
-    "LLMTimeoutError",  # tools/chat.py's name for a model that did not reply in time
+    "LLMTimeoutError",  # tools/adapters/chat.py's name for a model that did not reply in time
     "OpenAITimeoutError",
     "InternalServerError",
     "RateLimitError",

@@ -6,8 +6,8 @@ with the SDK:
 `client.runs.wait(None, "ingest", input={"documents": [...]}, context={"collection": ...})`.
 Documents come inline (`{"doc_id", "title", "text", "url"?, ...metadata}`; the extra keys are the
 metadata that scopes retrieval, e.g. `company`, `country`) and/or as paths on the server's disk.
-Both go through `reground.tools.ingest.ingest`, the same path as `reground ingest`. This module only wires: the
-nodes are in nodes/ingest.py, the state in graph/state.py, the context (IngestContext) in graph/context.py.
+Both go through `reground.tools.stores.ingest.ingest`, the same path as `reground ingest`. This module only wires: the
+nodes are in nodes/ingest.py, the state in nodes/state.py, the context (IngestContext) in nodes/context.py.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
-from reground.graph.context import IngestContext
-from reground.graph.state import IngestInput, IngestOutput, IngestState
+from reground.nodes.context import IngestContext
 from reground.nodes.ingest import IngestInputError, index_documents, validate_request
+from reground.nodes.state import IngestInput, IngestOutput, IngestState
 
 __all__ = ["IngestContext", "IngestInputError", "build_ingest_graph", "graph"]
 

@@ -1,7 +1,7 @@
 """ConvRAG's self-check generator with the HR chatbot's answer rules and ProMiSe's best-of-N start.
 
 The self-check decides which passages help before the answer is written: the passages holding the sentences
-closest to the question (ranked once per retrieval by triage, tools/evidence.py) are the helpful ones.
+closest to the question (ranked once per retrieval by triage, tools/signals/evidence.py) are the helpful ones.
 
 Two answer styles (`answer_style`): **extract** replies with those sentences in the documents' own words (no LLM
 call; on doc2dial and MTRAG-UN dev the embedded 0.5B model's written replies score no better than the best
@@ -19,18 +19,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
-from reground.graph.state import Draft, PassageJudgement, State
 from reground.nodes.common import NodeEnv, current_draft, evidence_of, grounded_messages, question_of
+from reground.nodes.state import Draft, PassageJudgement, State
 from reground.prompts import answer as answer_prompts
-from reground.tools.chat import LLMReplyError, call_text
-from reground.tools.evidence import Evidence, extractive_answer, previous_reply, relevance_parts, strip_citations
-from reground.tools.injection import answerable_evidence
-from reground.tools.scoring import majority_best, principle_scores
-from reground.tools.structured import call_json
+from reground.tools.adapters.chat import LLMReplyError, call_text
+from reground.tools.adapters.structured import call_json
+from reground.tools.signals.evidence import Evidence, extractive_answer, previous_reply, relevance_parts
+from reground.tools.signals.injection import answerable_evidence
+from reground.tools.signals.scoring import majority_best, principle_scores
+from reground.tools.text.sentences import sentence_parts, strip_citations
 from reground.tools.types import Passage
 
 JSON_OVERHEAD_TOKENS = 30  # the reply's keys and the helpful list, on top of the answer's own cap
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 class AnswerReply(BaseModel):
@@ -43,7 +43,7 @@ class AnswerReply(BaseModel):
 def cap_sentences(text: str, max_sentences: int) -> str:
     """Dialogue replies are short: the answer rules' sentence cap, applied to what the model wrote; a last
     sentence the length cap cut off (no closing punctuation) is dropped when a whole one comes before it."""
-    parts = [p.strip() for p in _SENTENCE_END.split(" ".join(text.split())) if p.strip()]
+    parts = sentence_parts(text)
     if len(parts) > 1 and not re.search(r"[.!?\])\"']$", parts[-1]):
         parts = parts[:-1]
     return " ".join(parts[:max_sentences])
@@ -160,7 +160,9 @@ def extracted(
     """The extract style: the best evidence sentences as the reply, their passages as the helpful ones (`hedge`: a
     draft of kind "hedge", which the reply introduces as the closest the documents come)."""
     context = env.context
-    evidence = answerable_evidence(evidence, passages)  # a flagged sentence never answers alone (tools/injection.py)
+    evidence = answerable_evidence(
+        evidence, passages
+    )  # a flagged sentence never answers alone (tools/signals/injection.py)
     text, helpful = extracted_sentences(evidence, context.answer_length)
     if not text:
         env.stats.notes.append("no passage sentence to answer with")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from reground.graph.state import Draft, State
 from reground.nodes.common import NodeEnv
+from reground.nodes.state import Draft, State
 from reground.prompts import clarify as prompts
 
 

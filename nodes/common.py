@@ -11,14 +11,14 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
-from reground.graph.context import Context
-from reground.graph.state import Draft, State
+from reground.nodes.context import Context
+from reground.nodes.state import Draft, State
 from reground.prompts import answer as answer_prompts
 from reground.prompts.formatting import format_conversation, format_history, format_passages
-from reground.tools.chat import CallStats
-from reground.tools.evidence import Evidence
-from reground.tools.reading import TurnReading, read_turn
+from reground.tools.adapters.chat import CallStats
 from reground.tools.services import Services
+from reground.tools.signals.evidence import Evidence
+from reground.tools.signals.reading import TurnReading, read_turn
 from reground.tools.types import Passage
 
 __all__ = [

@@ -8,14 +8,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
-from reground.graph.context import Context
-from reground.graph.state import Citation, Draft, State, TurnResult
 from reground.nodes.common import NodeEnv
+from reground.nodes.context import Context
+from reground.nodes.state import Citation, Draft, State, TurnResult
 from reground.prompts import answer as answer_prompts
-from reground.tools.evidence import sentence_spans, strip_citations, text_sentences
-from reground.tools.injection import guard_reply, unsupported_contacts
-from reground.tools.lexical import lexical_tokens
-from reground.tools.scoring import squad_tokens
+from reground.tools.signals.injection import guard_reply, unsupported_contacts
+from reground.tools.signals.scoring import squad_tokens
+from reground.tools.text.lexical import lexical_tokens
+from reground.tools.text.sentences import sentence_spans, strip_citations, text_sentences
 from reground.tools.types import Passage
 
 _CITED = re.compile(r"\[(\d{1,2})\]")

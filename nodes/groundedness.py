@@ -1,32 +1,28 @@
 """ReGround's groundedness check: an LLM judge of unsupported claims combined with cheap signals.
 
 Before any of them, a figure check: a reply stating a number, amount, date or duration that its cited passages
-do not hold is not grounded, however close its words are to theirs (tools/figures.py).
+do not hold is not grounded, however close its words are to theirs (tools/signals/figures.py).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
-from reground.graph.state import Draft, State
 from reground.nodes.common import NodeEnv, current_draft, grounded_messages
+from reground.nodes.state import Draft, State
 from reground.prompts import answer as answer_prompts
-from reground.tools.chat import LLMReplyError
-from reground.tools.evidence import quoted_verbatim
-from reground.tools.figures import extract_figures, unsupported_figures
-from reground.tools.scoring import k_precision, prompt_echo, rouge_l
-from reground.tools.structured import call_json
-
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_CITATION = re.compile(r"\[\d+\]")
-_CITED = re.compile(r"\[(\d+)\]")
+from reground.tools.adapters.chat import LLMReplyError
+from reground.tools.adapters.structured import call_json
+from reground.tools.signals.evidence import quoted_verbatim
+from reground.tools.signals.figures import extract_figures, unsupported_figures
+from reground.tools.signals.scoring import k_precision, prompt_echo, rouge_l
+from reground.tools.text.sentences import cited_numbers, strip_citations, text_sentences
 
 
 def sentences(text: str) -> list[str]:
-    return [s for s in (part.strip() for part in _SENTENCE.split(_CITATION.sub("", text))) if len(s.split()) >= 3]
+    return text_sentences(strip_citations(text))
 
 
 class GroundednessVerdict(BaseModel):
@@ -60,7 +56,7 @@ def weighted_score(parts: dict[str, float], weights: dict[str, float]) -> float:
 def cited_texts(reply: str, texts: list[str]) -> list[str]:
     """The passages the reply cites by number ("[2]"), or all of them when it cites none (or a number it was
     not given: then which passage it meant is unknown, and all of them are the fair reading)."""
-    numbers = {int(n) for n in _CITED.findall(reply)}
+    numbers = cited_numbers(reply)
     if not numbers or any(not 1 <= n <= len(texts) for n in numbers):
         return texts
     return [texts[n - 1] for n in sorted(numbers)]

@@ -1,6 +1,6 @@
 """The ingestion graph's nodes: validate a request, then index it with the shared ingestion tool.
 
-Both go through `reground.tools.ingest.ingest`, the same path as `reground ingest`; the wiring is in
+Both go through `reground.tools.stores.ingest.ingest`, the same path as `reground ingest`; the wiring is in
 graph/ingest_graph.py.
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
-from reground.graph.context import IngestContext
-from reground.graph.state import IngestState
+from reground.nodes.context import IngestContext
+from reground.nodes.state import IngestState
 from reground.tools.errors import InputError
 
 
@@ -78,9 +78,10 @@ def _filterable(value: Any) -> bool:
 
 def index_documents(state: IngestState, runtime: Runtime[IngestContext]) -> dict[str, Any]:
     """Write the documents with the shared ingestion tool (chunk, embed, store, lexical index)."""
-    from reground.tools.embeddings import load_embedder
-    from reground.tools.ingest import ingest
-    from reground.tools.vector_store import open_store, store_spec
+    from reground.tools.adapters.embeddings import load_embedder
+    from reground.tools.stores.factory import open_store
+    from reground.tools.stores.ingest import ingest
+    from reground.tools.stores.vector_store import store_spec
 
     context = runtime.context
 

@@ -6,12 +6,12 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator
-from reground.graph.state import State
 from reground.nodes.common import NodeEnv, format_history
+from reground.nodes.state import State
 from reground.prompts import keywords as prompts
-from reground.tools.chat import LLMReplyError
-from reground.tools.keywords import lexical_keywords
-from reground.tools.structured import call_json
+from reground.tools.adapters.chat import LLMReplyError
+from reground.tools.adapters.structured import call_json
+from reground.tools.retrieval.keywords import lexical_keywords
 
 __all__ = ["Keywords", "extract_keywords", "lexical_keywords"]
 

@@ -2,7 +2,7 @@
 must improve enough (the weighted improvement over lambda).
 
 Relevance is refined without an LLM call by default: the candidate is the passage sentence closest to the
-question, in the documents' own words (what an answer to this question restates; tools/evidence.py).
+question, in the documents' own words (what an answer to this question restates; tools/signals/evidence.py).
 """
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, Field
-from reground.graph.context import Context
-from reground.graph.state import Draft, State
 from reground.nodes.answer import JSON_OVERHEAD_TOKENS, cap_sentences, extracted_sentences, make_draft
 from reground.nodes.common import NodeEnv, current_draft, evidence_of, grounded_messages, question_of
-from reground.tools.chat import LLMReplyError
-from reground.tools.scoring import majority_best, weighted_improvement
-from reground.tools.structured import call_json
+from reground.nodes.context import Context
+from reground.nodes.state import Draft, State
+from reground.tools.adapters.chat import LLMReplyError
+from reground.tools.adapters.structured import call_json
+from reground.tools.signals.scoring import majority_best, weighted_improvement
 
 PRINCIPLES = ("specificity", "faithfulness", "relevance")
 

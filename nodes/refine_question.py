@@ -12,14 +12,15 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator
-from reground.graph.state import State
 from reground.nodes.common import NodeEnv, format_history
+from reground.nodes.state import State
 from reground.prompts import refine_question as prompts
-from reground.tools.answerability import depends_on_dialogue
-from reground.tools.chat import LLMReplyError, one_line
-from reground.tools.retrieval import RetrievalQuery, history_query
-from reground.tools.scoring import squad_tokens
-from reground.tools.structured import call_json
+from reground.tools.adapters.chat import LLMReplyError, one_line
+from reground.tools.adapters.structured import call_json
+from reground.tools.retrieval.search import RetrievalQuery
+from reground.tools.signals.answerability import depends_on_dialogue
+from reground.tools.signals.scoring import squad_tokens
+from reground.tools.text.tokens import history_query
 
 # A rewrite may only use words of the conversation: one that is mostly new words is a copied few-shot
 # example or an invention (a 0.5B model does both), not this user's question.

@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.messages import HumanMessage
-from reground.graph.state import State
 from reground.nodes.common import NodeEnv, format_history
 from reground.nodes.refine_question import Rewrite
-from reground.tools.answerability import stands_alone
-from reground.tools.chat import LLMReplyError
-from reground.tools.keywords import lexical_keywords
-from reground.tools.retrieval import history_query
-from reground.tools.structured import call_json
+from reground.nodes.state import State
+from reground.tools.adapters.chat import LLMReplyError
+from reground.tools.adapters.structured import call_json
+from reground.tools.retrieval.keywords import lexical_keywords
+from reground.tools.signals.answerability import stands_alone
+from reground.tools.text.tokens import history_query
 
 
 def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, Field
-from reground.graph.state import State
 from reground.nodes.common import NodeEnv, grounded_messages, question_of
-from reground.tools.chat import LLMReplyError
-from reground.tools.evidence import best_sentence_cosines
-from reground.tools.rerank_http import rerank_over_http
-from reground.tools.retrieval import fuse_rerank, sentence_rerank
-from reground.tools.structured import call_json
+from reground.nodes.state import State
+from reground.tools.adapters.chat import LLMReplyError
+from reground.tools.adapters.rerank_http import rerank_over_http
+from reground.tools.adapters.structured import call_json
+from reground.tools.retrieval.search import fuse_rerank, sentence_rerank
+from reground.tools.signals.evidence import best_sentence_cosines
 from reground.tools.types import Passage
 
 

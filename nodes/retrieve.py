@@ -2,18 +2,18 @@
 
 Retrieved text is data, never instructions: sentences that give the assistant orders, ask for credentials or send
 the reader outside the document's site are flagged here (kept whole, the flags in each passage's metadata), and the
-reply never obeys one or says one alone (tools/injection.py; measured in evals/README.md, "Prompt injection")."""
+reply never obeys one or says one alone (signals/injection.py; measured in evals/README.md, "Prompt injection")."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from reground.graph.state import State
 from reground.nodes.common import NodeEnv
-from reground.tools.chat import LLMReplyError
-from reground.tools.injection import guard_candidates, model_judge
-from reground.tools.query_transforms import transform_query
-from reground.tools.retrieval import conversation_query
+from reground.nodes.state import State
+from reground.tools.adapters.chat import LLMReplyError
+from reground.tools.retrieval.query_transforms import transform_query
+from reground.tools.retrieval.search import conversation_query
+from reground.tools.signals.injection import guard_candidates, model_judge
 
 
 def retrieve(state: State, env: NodeEnv) -> dict[str, Any]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.types import interrupt
-from reground.graph.context import Context
-from reground.graph.state import State
 from reground.nodes.common import NodeEnv
+from reground.nodes.context import Context
 from reground.nodes.finalize import outcome
+from reground.nodes.state import State
 
 ACTIONS = ("approve", "edit", "reject")
 

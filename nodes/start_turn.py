@@ -6,25 +6,13 @@ import time
 from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from reground.graph.state import State, fresh_turn
 from reground.nodes.common import NodeEnv
-from reground.tools.chat import message_text
+from reground.nodes.state import State, fresh_turn
+from reground.tools.adapters.chat import message_text
 from reground.tools.errors import InputError
-from reground.tools.search_index import scope_miss
-from reground.tools.tokens import count_tokens, tail_tokens, truncate_tokens
-
-
-def question_problem(text: str) -> str | None:
-    """Why `text` cannot be answered as a question (None if it can): empty, or no letter or digit at all.
-
-    Emoji and control characters alone retrieve arbitrary passages and get a confident, irrelevant
-    answer, so they are refused like an empty question. The CLI checks this before starting a turn.
-    """
-    if not text.strip():
-        return "the question is empty"
-    if not any(ch.isalnum() for ch in text):
-        return "the question has no letters or digits"
-    return None
+from reground.tools.stores.search_index import scope_miss
+from reground.tools.text.questions import question_problem
+from reground.tools.text.tokens import count_tokens, tail_tokens, truncate_tokens
 
 
 def scope_notice(env: NodeEnv) -> str | None:
@@ -97,7 +85,7 @@ def start_turn(state: State, env: NodeEnv) -> dict[str, Any]:
             notes.append(empty_scope)
     env.stats.notes.extend(notes)
     question = question.strip()
-    # Every other per-turn key starts from its declared default (graph/state.py), so none leaks into the next turn.
+    # Every other per-turn key starts from its declared default (nodes/state.py), so none leaks into the next turn.
     return fresh_turn(
         question=question,
         history=history,

@@ -1,7 +1,7 @@
 """Ask, abstain or answer: decide from measured signals what the retrieved passages allow, before any answer call.
 
-MTRAG-UN's three behaviours. The passages' sentences are ranked against the question once (tools/evidence.py) and
-kept in state for the answer; from them and the candidates come three LLM-free signals (tools/answerability.py):
+MTRAG-UN's three behaviours. The passages' sentences are ranked against the question once (signals/evidence.py) and
+kept in state for the answer; from them and the candidates come three LLM-free signals (tools/signals/answerability.py):
 **support** (how well the best sentence matches the question), **coverage** (the share of the question's words the
 passages hold) and **readings** (distinct documents that fit a reference the dialogue never introduced). The turn
 asks back when the question is ambiguous, abstains when nothing supports it (after at most
@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from reground.graph.state import ClarifyOption, EvidenceItem, State
 from reground.nodes.common import NodeEnv, evidence_for, question_of
-from reground.tools.answerability import coverage, dangling_referent, readings, support, unresolved_references
+from reground.nodes.state import ClarifyOption, EvidenceItem, State
+from reground.tools.signals.answerability import coverage, dangling_referent, readings, support, unresolved_references
 
 OPENING_MESSAGES = 2  # a question with at most the first exchange before it opens the conversation
 

@@ -1,6 +1,6 @@
 """Prompt of the model check behind the injection rules: is this borderline sentence an order to the assistant?
 
-Asked once per sentence the rules call borderline (tools/injection.py), with a JSON schema the server enforces
+Asked once per sentence the rules call borderline (tools/signals/injection.py), with a JSON schema the server enforces
 (`{"instruction_to_assistant": bool}`). The examples are not from the held-out sets.
 """
 

@@ -1,7 +1,7 @@
 """Prompts of the LLM judges used by evals (not by the graph): G-Eval ratings, a Prometheus-style
 rubric, a position-swapped pairwise judge and ReGround's hallucination judge with our few-shot
 examples. Each prompt asks for its verdict as one number and nothing else: `reground.evals.judges` reads the
-model's probabilities of the valid numbers from the first token's log-probabilities (tools/choice.py), so no
+model's probabilities of the valid numbers from the first token's log-probabilities (tools/adapters/choice.py), so no
 reply text is parsed. The numbers each prompt names are the constants below, which the judges read with.
 
 The passages sit inside the prompt fence (prompts/fence.py) and the judge is told once that they are quoted.

@@ -1,4 +1,4 @@
-"""Prompts of the HR chatbot paper's query transforms (tools/query_transforms.py): HyDE, intended topics and
+"""Prompts of the HR chatbot paper's query transforms (tools/retrieval/query_transforms.py): HyDE, intended topics and
 multi-query. Each reply is one JSON object whose schema the server enforces; the conversation comes first and the
 task last, like every prompt of a turn."""
 

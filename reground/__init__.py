@@ -9,7 +9,7 @@ __all__ = ["Context", "__version__", "build_graph"]
 
 if TYPE_CHECKING:
     from reground.graph.builder import build_graph
-    from reground.graph.context import Context
+    from reground.nodes.context import Context
 
 
 def __getattr__(name: str) -> Any:
@@ -19,7 +19,7 @@ def __getattr__(name: str) -> Any:
 
         return build_graph
     if name == "Context":
-        from reground.graph.context import Context
+        from reground.nodes.context import Context
 
         return Context
     raise AttributeError(name)

@@ -6,7 +6,7 @@ its output went away (`reground ask ... | head -1`), which ends it quietly, as U
 adds the traceback and lets libraries' warnings through (without it they never reach stderr).
 
 Nothing a command prints reaches the terminal raw: stdout and stderr strip control characters and escape
-sequences (tools/terminal.py), whatever document, file name or library the text came from.
+sequences (tools/text/terminal.py), whatever document, file name or library the text came from.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def _split_debug(argv: Sequence[str]) -> tuple[list[str], bool]:
 @contextlib.contextmanager
 def terminal_safe_streams() -> Iterator[None]:
     """stdout and stderr strip control characters and escape sequences while a command runs."""
-    from reground.tools.terminal import SafeStream
+    from reground.tools.text.terminal import SafeStream
 
     saved = sys.stdout, sys.stderr
     sys.stdout = SafeStream(saved[0])

@@ -65,8 +65,8 @@ def hr_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def hr_store_dir(tmp_path_factory: pytest.TempPathFactory, hr_corpus: Path) -> str:
-    from reground.tools.ingest import ingest
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.ingest import ingest
+    from reground.tools.stores.store import PassageStore
 
     data_dir = tmp_path_factory.mktemp("store")
     store = PassageStore.open("test-hr", data_dir=data_dir, create=True)
@@ -77,7 +77,7 @@ def hr_store_dir(tmp_path_factory: pytest.TempPathFactory, hr_corpus: Path) -> s
 
 @pytest.fixture(scope="session")
 def hr_store(hr_store_dir: str) -> Any:
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.store import PassageStore
 
     return PassageStore.open("test-hr", data_dir=hr_store_dir)
 

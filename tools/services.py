@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from langchain_core.language_models import BaseChatModel
 
 if TYPE_CHECKING:
-    from reground.tools.embeddings import Embedder
-    from reground.tools.judge import JudgeModel
-    from reground.tools.retrieval import HybridRetriever, RetrievalSettings, SearchStore
-    from reground.tools.search_index import IndexSettings
-    from reground.tools.vector_store import VectorStore
+    from reground.tools.adapters.embeddings import Embedder
+    from reground.tools.retrieval.search import HybridRetriever, RetrievalSettings, SearchStore
+    from reground.tools.signals.judge import JudgeModel
+    from reground.tools.stores.search_index import IndexSettings
+    from reground.tools.stores.vector_store import VectorStore
 
 Role = Literal["refiner", "answer", "judge"]
 
@@ -69,7 +69,7 @@ class Services:
         """The chat model of a role; fails fast with a clear message if its server is down."""
         if self.chat_model is not None:
             return at_temperature(self.chat_model, temperature)
-        from reground.tools.llm import ensure_reachable, load_chat_model
+        from reground.tools.adapters.llm import ensure_reachable, load_chat_model
 
         spec = context.model_for(role)
         if self.check_reachable:
@@ -86,7 +86,7 @@ class Services:
             return self.embedder
         if self.store is not None:
             return self.store.embedder
-        from reground.tools.embeddings import load_embedder
+        from reground.tools.adapters.embeddings import load_embedder
 
         return load_embedder(context.embedding_model)
 
@@ -95,7 +95,8 @@ class Services:
 
         Raises CollectionNotFoundError / EmptyCollectionError naming it.
         """
-        from reground.tools.vector_store import EmptyCollectionError, open_store, search_index, store_spec
+        from reground.tools.stores.factory import open_store, search_index
+        from reground.tools.stores.vector_store import EmptyCollectionError, store_spec
 
         spec = context.store or store_spec(context.data_dir or None, context.chroma_url)
         index = context.index
@@ -120,13 +121,13 @@ class Services:
         return store
 
     def judge(self) -> JudgeModel:
-        """The judge trained here (tools/judge.py), shipped with the package and loaded once per process."""
-        from reground.tools.judge import shipped_judge
+        """The judge trained here (tools/signals/judge.py), shipped with the package and loaded once per process."""
+        from reground.tools.signals.judge import shipped_judge
 
         return shipped_judge()
 
     def retriever(self, context: ServiceSettings) -> HybridRetriever:
-        from reground.tools.retrieval import HybridRetriever
+        from reground.tools.retrieval.search import HybridRetriever
 
         store = self.passage_store(context)
         settings = context.retrieval

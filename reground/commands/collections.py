@@ -11,7 +11,7 @@ from typing import Any
 def cmd_collections(args: argparse.Namespace) -> int:
     """Read-only listing from the manifests (no embedding model is loaded, nothing is repaired)."""
     from reground.tools.errors import RegroundError
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.store import PassageStore
 
     try:
         rows = PassageStore.describe(args.name, data_dir=args.data_dir, chroma_url=args.chroma_url or "")

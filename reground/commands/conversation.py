@@ -14,7 +14,7 @@ from reground.demo import DEMO_COLLECTION, DEMO_ESCALATION, DEMO_SCOPE, DEMO_TUR
 
 
 def _context(args: argparse.Namespace, **overrides: Any) -> Any:
-    from reground.graph.context import Context
+    from reground.nodes.context import Context
 
     values: dict[str, Any] = {}
     if getattr(args, "collection", None):
@@ -49,8 +49,8 @@ def parse_filter(raw: str) -> dict[str, Any]:
 
 def check_question(question: str, context: Any) -> None:
     """Refuse, before any model runs, a question the graph would refuse anyway (empty, no letters or digits)."""
-    from reground.nodes.start_turn import question_problem
     from reground.tools.errors import InputError
+    from reground.tools.text.questions import question_problem
 
     problem = question_problem(question)
     if problem:
@@ -63,7 +63,7 @@ def _sqlite_graph(context: Any) -> Iterator[Any]:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     from reground.graph.builder import build_graph
-    from reground.tools.paths import data_dir
+    from reground.tools.adapters.paths import data_dir
 
     path = data_dir(context.data_dir or None) / "threads.sqlite"
     with SqliteSaver.from_conn_string(str(path)) as saver:
@@ -73,7 +73,7 @@ def _sqlite_graph(context: Any) -> Iterator[Any]:
 def print_result(result: dict[str, Any], *, out: Any = None) -> None:
     """The reply, its citations and scores; document text is printed without control characters or escape
     sequences (a stored document must not clear the screen, retitle the window or plant a link)."""
-    from reground.tools.terminal import terminal_safe as safe
+    from reground.tools.text.terminal import terminal_safe as safe
 
     out = out or sys.stdout  # resolved per call: sys.stdout may have been replaced since import
     for notice in result.get("notices", []):
@@ -111,7 +111,7 @@ def run_turn(graph: Any, context: Any, thread_id: str, question: str, *, show_pr
         stream_mode=["custom", "values"],
     ):
         if mode == "custom" and show_progress:
-            from reground.tools.terminal import terminal_safe
+            from reground.tools.text.terminal import terminal_safe
 
             print(f"  \u00b7 {terminal_safe(str(chunk.get('message', '')))}", file=sys.stderr)
         elif mode == "values" and "result" in chunk:
@@ -119,7 +119,7 @@ def run_turn(graph: Any, context: Any, thread_id: str, question: str, *, show_pr
     state = graph.get_state(config)
     if state.interrupts:
         pending = state.interrupts[0].value
-        from reground.tools.terminal import terminal_safe
+        from reground.tools.text.terminal import terminal_safe
 
         print(f"\n[review] proposed answer: {terminal_safe(str(pending['proposed_answer']))}", file=sys.stderr)
         decision = _ask_reviewer()
@@ -169,7 +169,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
             try:
                 check_question(question, context)
                 print_result(run_turn(graph, context, thread, question))
-            except RegroundError as exc:  # the thread is unchanged (graph/thread_messages.py): ask again
+            except RegroundError as exc:  # the thread is unchanged (nodes/thread_messages.py): ask again
                 print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
     return 0
 
@@ -179,9 +179,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from langgraph.checkpoint.memory import InMemorySaver
 
     from reground.graph.builder import build_graph
-    from reground.tools import local_server
-    from reground.tools.ingest import ingest
-    from reground.tools.store import PassageStore
+    from reground.tools.adapters import local_server
+    from reground.tools.stores.ingest import ingest
+    from reground.tools.stores.store import PassageStore
 
     context = _context(args, collection=DEMO_COLLECTION, metadata_filter=DEMO_SCOPE, escalation=DEMO_ESCALATION)
     started_server = False

@@ -193,7 +193,7 @@ def _retrieval(args: argparse.Namespace) -> int:
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:
     """FIELD=VALUE pairs → Context overrides, checked against the Context's fields."""
-    from reground.graph.context import Context
+    from reground.nodes.context import Context
 
     known = set(Context.model_fields)
     out: dict[str, Any] = {}

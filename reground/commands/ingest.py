@@ -10,9 +10,10 @@ from typing import Any
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Open (or create) the collection, then ingest under its write lock; bad files are listed, not fatal."""
     from reground.tools.errors import InputError, RegroundError
-    from reground.tools.ingest import ingest
-    from reground.tools.loaders import MiB
-    from reground.tools.vector_store import open_store, store_spec
+    from reground.tools.stores.factory import open_store
+    from reground.tools.stores.ingest import ingest
+    from reground.tools.stores.vector_store import store_spec
+    from reground.tools.text.loaders import MiB
 
     if not args.paths and not args.delete:
         raise InputError(

@@ -1,4 +1,4 @@
-"""`reground judge train|cost`: train the judge (tools/judge.py) from the dev data with a fixed seed, or time what
+"""`reground judge train|cost`: train the judge (signals/judge.py) from the dev data with a fixed seed, or time what
 it adds to a turn (evals/judge.py)."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from typing import Any
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from reground.tools.local_server import LocalServerError, resolve_gguf, serve
+    from reground.tools.adapters.local_server import LocalServerError, resolve_gguf, serve
 
     try:
         print(f"preparing {args.model} ...", file=sys.stderr)
@@ -23,7 +23,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from reground.tools.local_server import status
+    from reground.tools.adapters.local_server import status
 
     info = status(args.data_dir)
     if info is None:
@@ -35,7 +35,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_stop(args: argparse.Namespace) -> int:
     """Stops only the server this data dir's `serve` started (its record names the data dir and process)."""
-    from reground.tools.local_server import LocalServerError, stop
+    from reground.tools.adapters.local_server import LocalServerError, stop
 
     try:
         info = stop(args.data_dir)
@@ -47,7 +47,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from reground.tools.local_server import DEFAULT_MODEL, MODELS, installed_models
+    from reground.tools.adapters.local_server import DEFAULT_MODEL, MODELS, installed_models
 
     installed = installed_models()
     for name, spec in MODELS.items():
@@ -58,7 +58,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def add_commands(subparsers: Any) -> None:
-    from reground.tools.local_server import DEFAULT_MODEL
+    from reground.tools.adapters.local_server import DEFAULT_MODEL
 
     llm = subparsers.add_parser("llm", help="the embedded local LLM server (llama.cpp)")
     commands = llm.add_subparsers(dest="llm_command", metavar="COMMAND", required=True)

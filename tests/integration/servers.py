@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import httpx
-from reground.tools.local_server import free_port, log_tail
+from reground.tools.adapters.local_server import free_port, log_tail
 
 REPO = Path(__file__).resolve().parents[2]
 LANGGRAPH_CONFIG = REPO / "langgraph.json"
@@ -216,7 +216,7 @@ def start_local_llm(model: str, state_dir: Path, *, timeout_s: float = 120.0) ->
     previous = os.environ.get("REGROUND_STATE_DIR")
     os.environ["REGROUND_STATE_DIR"] = str(state_dir)
     try:
-        from reground.tools.local_server import serve
+        from reground.tools.adapters.local_server import serve
 
         info = serve(model, port=free_port())
     finally:

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reground.graph.context import Context
 from reground.graph.ingest_graph import IngestContext, build_ingest_graph
+from reground.nodes.context import Context
 from reground.tools.services import Services
-from reground.tools.store import MANIFEST_SUFFIX, VERSION_ID, PassageStore
+from reground.tools.stores.store import MANIFEST_SUFFIX, VERSION_ID, PassageStore
 from servers import ChromaServer, start_chroma
 
 pytestmark = pytest.mark.integration
@@ -181,7 +181,7 @@ def test_metadata_filter_restricts_results_over_http(
 
 def test_hybrid_retrieval_with_a_remote_chroma(chroma: ChromaServer, local_dir: Path, ingested: dict[str, Any]) -> None:
     """Both signals work: dense through the server's HNSW index, BM25 built in memory from the server's chunks."""
-    from reground.tools.retrieval import RetrievalQuery
+    from reground.tools.retrieval.search import RetrievalQuery
 
     services = Services()
     context = _context(chroma, local_dir)
@@ -217,7 +217,8 @@ def test_full_graph_turn_answers_from_the_server(
     chroma: ChromaServer, local_dir: Path, ingested: dict[str, Any]
 ) -> None:
     from reground.graph.builder import build_graph, run_config
-    from reground.tools.fake_chat import ScriptedChatModel
+
+    from reground.testing.fake_chat import ScriptedChatModel
 
     context = _context(chroma, local_dir)
     graph = build_graph(chat_model=ScriptedChatModel())  # no store instance: built from context.chroma_url

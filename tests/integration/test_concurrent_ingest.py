@@ -28,8 +28,8 @@ import chromadb
 import pytest
 from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.config import Settings
-from reground.tools.locking import collection_lock, lock_path
-from reground.tools.store import MANIFEST_SUFFIX, VERSION_ID, PassageStore
+from reground.tools.stores.locking import collection_lock, lock_path
+from reground.tools.stores.store import MANIFEST_SUFFIX, VERSION_ID, PassageStore
 
 pytestmark = pytest.mark.integration
 
@@ -45,7 +45,7 @@ from pathlib import Path
 import chromadb  # imported, never opened, before forking: each child opens its own client
 import onnxruntime, tokenizers  # noqa: F401 - imports only; the embedding session is made in each child
 from reground.cli import main
-from reground.tools.tokens import count_tokens
+from reground.tools.text.tokens import count_tokens
 
 count_tokens("warm")  # the tokenizer's tables: read-only data, safe to share across fork
 
@@ -129,7 +129,7 @@ def snapshot(data_dir: Path) -> dict[str, Any]:
 
 def sequential_reference(sources: list[Path], data_dir: Path) -> dict[str, Any]:
     """The same files ingested one after another (in this process: the same code as the command)."""
-    from reground.tools.ingest import ingest
+    from reground.tools.stores.ingest import ingest
 
     store = PassageStore.open(COLLECTION, data_dir=data_dir, create=True)
     for source in sources:
@@ -277,7 +277,7 @@ def test_ingest_repairs_on_its_own_and_reports_it(tmp_path: Path) -> None:
     reference = sequential_reference(sources, data_dir)
     store = PassageStore.open(COLLECTION, data_dir=data_dir, create=True)
     store._chunks.delete(where={"doc_id": "policy-2.md"})
-    from reground.tools.ingest import ingest
+    from reground.tools.stores.ingest import ingest
 
     summary = ingest(sources, store, progress=False)
     assert summary.repaired == ["policy-2.md"] and summary.chunks_added == 3 and summary.unchanged == 3

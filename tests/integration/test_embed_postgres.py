@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 from reground.graph.builder import build_graph, run_config
-from reground.graph.context import Context
-from reground.tools.fake_chat import ScriptedChatModel
+from reground.nodes.context import Context
 from servers import Postgres, postgres_binaries, start_postgres
+
+from reground.testing.fake_chat import ScriptedChatModel
 
 pytestmark = pytest.mark.integration
 

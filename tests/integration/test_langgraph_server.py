@@ -45,7 +45,7 @@ WRITE: dict[str, Any] = {**FAST, "answer_style": "write"}
 def _requires_local_llm() -> None:
     try:
         import llama_cpp  # noqa: F401
-        from reground.tools import local_server  # noqa: F401
+        from reground.tools.adapters import local_server  # noqa: F401
     except ImportError as exc:
         pytest.skip(f"local LLM stack not installed ({exc}); `make test` installs it")
 
@@ -103,7 +103,7 @@ def client(server: LanggraphDev) -> Any:
 @pytest.fixture(scope="module")
 def store_chunks(server_data_dir: Path) -> dict[str, dict[str, Any]]:
     """Chunk ids of the HR collection, read before the server writes anything."""
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.store import PassageStore
 
     return {c["chunk_id"]: dict(c) for c in PassageStore.open("test-hr", data_dir=server_data_dir).all_chunks()}
 
@@ -457,7 +457,7 @@ def test_llm_killed_mid_answer_fails_the_run_clearly_then_the_thread_holds_one_m
 ) -> None:
     """Kill the LLM server while a call is in flight, restart it, ask again (issue 15)."""
     _requires_local_llm()
-    from reground.tools.local_server import launch
+    from reground.tools.adapters.local_server import launch
 
     port = free_port()
     llm = launch(LLM_MODEL, port=port, log=tmp_path / "llm.log")

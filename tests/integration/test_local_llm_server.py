@@ -25,7 +25,7 @@ def _cli(*args: str, env: dict[str, str], timeout: float = 240) -> subprocess.Co
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     pytest.importorskip("llama_cpp", reason="local LLM stack not installed; `make test` installs it")
-    from reground.tools.local_server import LocalServerError, resolve_gguf
+    from reground.tools.adapters.local_server import LocalServerError, resolve_gguf
 
     try:
         resolve_gguf(MODEL)
@@ -56,9 +56,9 @@ def test_structured_replies_in_every_form_against_the_real_server(
     monkeypatch.delenv("REGROUND_LOCAL_LLM_URL", raising=False)
     from langchain_core.messages import HumanMessage
     from langchain_openai import ChatOpenAI
-    from reground.tools import structured
-    from reground.tools.chat import CallStats, LLMReplyError
-    from reground.tools.llm import base_url_for, load_chat_model
+    from reground.tools.adapters import structured
+    from reground.tools.adapters.chat import CallStats, LLMReplyError
+    from reground.tools.adapters.llm import base_url_for, load_chat_model
 
     ask = [HumanMessage("Is water wet? Say whether it is grounded and give one reason.")]
     monkeypatch.setattr(structured, "_FORMS_BY_URL", {})
@@ -96,8 +96,8 @@ def test_a_judge_reads_its_verdict_from_the_real_servers_logprobs(
     monkeypatch.setenv("REGROUND_STATE_DIR", served["REGROUND_STATE_DIR"])
     monkeypatch.delenv("REGROUND_LOCAL_LLM_URL", raising=False)
     from reground.evals.judges import hallucination
-    from reground.tools.chat import CallStats
-    from reground.tools.llm import load_chat_model
+    from reground.tools.adapters.chat import CallStats
+    from reground.tools.adapters.llm import load_chat_model
 
     stats = CallStats()
     verdict = hallucination(
@@ -119,8 +119,8 @@ def test_serve_status_chat_structured_and_stop(served: dict[str, str], monkeypat
 
     monkeypatch.setenv("REGROUND_STATE_DIR", served["REGROUND_STATE_DIR"])
     monkeypatch.delenv("REGROUND_LOCAL_LLM_URL", raising=False)
-    from reground.tools import local_server
-    from reground.tools.llm import ensure_reachable, load_chat_model
+    from reground.tools.adapters import local_server
+    from reground.tools.adapters.llm import ensure_reachable, load_chat_model
 
     info = local_server.status()
     assert info is not None

@@ -103,11 +103,11 @@ from reground.cli import main
 out["ingest_rc"] = main(["ingest", str(work / "docs"), "--collection", "offline-docs",
                          "--data-dir", str(work / "store"), "--quiet"])
 
-from reground.tools.tokens import count_tokens
+from reground.tools.text.tokens import count_tokens
 out["tokens"] = count_tokens("Each parent gets sixteen weeks of fully paid parental leave.")
 
-from reground.tools.retrieval import HybridRetriever, RetrievalQuery
-from reground.tools.store import PassageStore
+from reground.tools.retrieval.search import HybridRetriever, RetrievalQuery
+from reground.tools.stores.store import PassageStore
 store = PassageStore.open("offline-docs", data_dir=work / "store")
 question = "How many weeks of parental leave does each parent get?"
 passages = HybridRetriever(store).search(RetrievalQuery(question, question), where=None, doc_k=2, paragraph_k=2)
@@ -119,8 +119,8 @@ metric = load_metric("token_f1")
 out["token_f1"] = metric.compute(predictions=["sixteen weeks"], references=["sixteen weeks"])["token_f1"]
 
 from reground.graph.builder import build_graph, run_config
-from reground.graph.context import Context
-from reground.tools.fake_chat import ScriptedChatModel
+from reground.nodes.context import Context
+from reground.testing.fake_chat import ScriptedChatModel
 
 
 def first_passage_sentence(messages):

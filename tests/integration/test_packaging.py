@@ -43,7 +43,7 @@ def test_wheel_puts_everything_under_the_reground_package(tmp_path: Path) -> Non
 
 def test_editable_install_imports_from_the_repository_folders() -> None:
     import reground.graph.builder as builder
-    import reground.tools.scoring as scoring
+    import reground.tools.signals.scoring as scoring
 
     assert Path(builder.__file__).resolve() == ROOT / "graph" / "builder.py"
-    assert Path(scoring.__file__).resolve() == ROOT / "tools" / "scoring.py"
+    assert Path(scoring.__file__).resolve() == ROOT / "tools" / "signals" / "scoring.py"

@@ -20,10 +20,10 @@ from typing import Any
 import chromadb
 import pytest
 from chromadb.config import Settings
-from reground.tools.chunking import chunk_document
-from reground.tools.ingest import ingest, ingest_documents
-from reground.tools.loaders import Document
-from reground.tools.store import MANIFEST_SUFFIX, VERSION_ID, PassageStore
+from reground.tools.stores.ingest import ingest, ingest_documents
+from reground.tools.stores.store import MANIFEST_SUFFIX, VERSION_ID, PassageStore
+from reground.tools.text.chunking import chunk_document
+from reground.tools.text.loaders import Document
 
 pytestmark = pytest.mark.integration
 
@@ -424,8 +424,8 @@ import json, sys
 import chromadb
 from chromadb.config import Settings
 from chromadb.errors import InternalError
-from reground.tools.retrieval import HybridRetriever, RetrievalQuery
-from reground.tools.store import PassageStore
+from reground.tools.retrieval.search import HybridRetriever, RetrievalQuery
+from reground.tools.stores.store import PassageStore
 
 data_dir, collection, question = sys.argv[1:4]
 store = PassageStore.open(collection, data_dir=data_dir)  # no embedder, no create: what was persisted
@@ -587,7 +587,7 @@ def test_a_write_undone_by_another_writer_after_the_flip_is_redone(tmp_path: Pat
 
 def test_a_write_that_keeps_being_undone_fails_loudly(tmp_path: Path) -> None:
     from reground.tools.errors import DataError
-    from reground.tools.store import WRITE_ATTEMPTS
+    from reground.tools.stores.store import WRITE_ATTEMPTS
 
     data_dir = tmp_path / "store"
     store = PassageStore.open(COLLECTION, data_dir=data_dir, create=True)

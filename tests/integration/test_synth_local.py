@@ -28,7 +28,7 @@ def _cli(*args: str, env: dict[str, str], timeout: float = 1800) -> subprocess.C
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     pytest.importorskip("llama_cpp", reason="local LLM stack not installed; `make test` installs it")
-    from reground.tools.local_server import LocalServerError, resolve_gguf
+    from reground.tools.adapters.local_server import LocalServerError, resolve_gguf
 
     try:
         resolve_gguf(MODEL)

@@ -22,8 +22,9 @@ import pytest
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from reground.graph.builder import build_graph, run_config
-from reground.graph.context import Context
-from reground.tools.fake_chat import ScriptedChatModel
+from reground.nodes.context import Context
+
+from reground.testing.fake_chat import ScriptedChatModel
 
 pytestmark = pytest.mark.integration
 
@@ -136,8 +137,8 @@ def questions() -> list[str]:
 
 @pytest.fixture(scope="module")
 def tenant_store(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from reground.tools.ingest import ingest
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.ingest import ingest
+    from reground.tools.stores.store import PassageStore
 
     root = tmp_path_factory.mktemp("tenants")
     corpus = root / "tenants.jsonl"

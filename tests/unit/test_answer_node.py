@@ -11,10 +11,11 @@ import pytest
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from reground.graph.builder import build_graph, run_config
-from reground.graph.context import Context
 from reground.nodes.answer import cap_sentences
-from reground.tools.fake_chat import ScriptedChatModel, first_passage_reply
+from reground.nodes.context import Context
 from reground.tools.types import Passage
+
+from reground.testing.fake_chat import ScriptedChatModel, first_passage_reply
 
 QUESTION = "How many days of annual leave do full-time employees get?"
 

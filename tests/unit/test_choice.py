@@ -1,13 +1,14 @@
-"""A numbered choice read from the first token's log-probabilities (tools/choice.py)."""
+"""A numbered choice read from the first token's log-probabilities (tools/adapters/choice.py)."""
 
 from __future__ import annotations
 
 import math
 
 from langchain_core.messages import HumanMessage
-from reground.tools.chat import CallStats
-from reground.tools.choice import choose, distribution_from_logprobs
-from reground.tools.fake_chat import ScriptedChatModel
+from reground.tools.adapters.chat import CallStats
+from reground.tools.adapters.choice import choose, distribution_from_logprobs
+
+from reground.testing.fake_chat import ScriptedChatModel
 
 ASK = [HumanMessage("Which one? Reply with its number only.")]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from fake_openai import FakeOpenAI
-from reground.tools.search_index import scope_miss
-from reground.tools.terminal import strip_terminal_controls
+from reground.tools.stores.search_index import scope_miss
+from reground.tools.text.terminal import strip_terminal_controls
 
 from reground.cli import main
 from reground.commands.conversation import print_result
@@ -54,7 +54,7 @@ def test_strip_keeps_newlines_and_tabs_and_counts_what_it_removes() -> None:
 def test_planted_escape_sequences_reach_neither_the_store_nor_the_cli_output(
     capfd: pytest.CaptureFixture[str], data_dir: str, llm: FakeOpenAI, tmp_path: Path
 ) -> None:
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.store import PassageStore
 
     doc = {
         "doc_id": "counselling",

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from reground.graph.context import DEFAULT_GROUNDEDNESS_THRESHOLD, Context, ContextError, IngestContext
+from reground.nodes.context import DEFAULT_GROUNDEDNESS_THRESHOLD, Context, ContextError, IngestContext
 
 
 def write_calibration(data_dir: Path, value: float) -> None:
@@ -165,7 +165,7 @@ def test_both_contexts_check_the_collection_name_and_describe_the_store_alike() 
 
 def test_tunables_are_fields_with_the_old_defaults_and_the_recursion_limit_has_one_source() -> None:
     from reground.graph import builder
-    from reground.tools.retrieval import RetrievalSettings
+    from reground.tools.retrieval.search import RetrievalSettings
 
     context = Context()
     assert (context.history_token_cap, context.sample_temperature) == (3000, 0.7)
@@ -200,7 +200,7 @@ def test_the_retriever_is_built_with_the_contexts_retrieval_settings(tmp_path: P
 def test_every_state_key_is_either_reset_per_turn_or_declared_as_carried() -> None:
     from typing import get_type_hints
 
-    from reground.graph.state import CARRIED_ACROSS_TURNS, PER_TURN_DEFAULTS, State
+    from reground.nodes.state import CARRIED_ACROSS_TURNS, PER_TURN_DEFAULTS, State
 
     keys = set(get_type_hints(State))
     assert keys == set(PER_TURN_DEFAULTS) | CARRIED_ACROSS_TURNS
@@ -210,11 +210,12 @@ def test_every_state_key_is_either_reset_per_turn_or_declared_as_carried() -> No
 def test_start_turn_resets_every_per_turn_key_left_by_the_previous_turn() -> None:
     from langchain_core.messages import AIMessage, HumanMessage
     from langgraph.runtime import Runtime
-    from reground.graph.state import PER_TURN_DEFAULTS
     from reground.nodes.common import NodeEnv
     from reground.nodes.start_turn import start_turn
-    from reground.tools.fake_chat import ScriptedChatModel
+    from reground.nodes.state import PER_TURN_DEFAULTS
     from reground.tools.services import Services
+
+    from reground.testing.fake_chat import ScriptedChatModel
 
     leftovers: dict[str, object] = {
         "keywords": ["old"],
@@ -244,9 +245,10 @@ def test_start_turn_caps_the_history_at_the_contexts_history_token_cap() -> None
     from langgraph.runtime import Runtime
     from reground.nodes.common import NodeEnv
     from reground.nodes.start_turn import start_turn
-    from reground.tools.fake_chat import ScriptedChatModel
     from reground.tools.services import Services
-    from reground.tools.tokens import count_tokens
+    from reground.tools.text.tokens import count_tokens
+
+    from reground.testing.fake_chat import ScriptedChatModel
 
     long_reply = " ".join(["The policy grants thirty days of paid leave per year."] * 20)
     messages = [HumanMessage("How much leave?"), AIMessage(long_reply), HumanMessage("And sick leave?")]

@@ -7,8 +7,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from reground.graph.context import Context
-from reground.tools.fake_chat import ScriptedChatModel
+from reground.nodes.context import Context
+
+from reground.testing.fake_chat import ScriptedChatModel
 
 REPO = Path(__file__).resolve().parents[2]
 

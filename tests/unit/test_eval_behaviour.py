@@ -13,14 +13,16 @@ from typing import Any
 
 import pytest
 from reground.evals import answers as answers_mod
-from reground.evals.answers import EvalRunError, read_jsonl, run_answers_eval
+from reground.evals.answers import EvalRunError, run_answers_eval
 from reground.evals.behaviour import behaviour_of, behaviour_table, classify_reply
 from reground.evals.correlation import old_relevance_proxy
 from reground.evals.datasets import Case
+from reground.evals.records import read_jsonl
 from reground.evals.report import write_report
-from reground.tools.fake_chat import ScriptedChatModel
-from reground.tools.scoring import rouge_l
+from reground.tools.signals.scoring import rouge_l
 from scipy import stats
+
+from reground.testing.fake_chat import ScriptedChatModel
 
 MTRAG_CASES = Path(__file__).resolve().parents[3] / "shared" / "data" / "mtrag" / "cases_dev.jsonl"
 
@@ -216,8 +218,8 @@ def docs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, docs_file: Path) -> Any:
-    from reground.tools.ingest import ingest
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.ingest import ingest
+    from reground.tools.stores.store import PassageStore
 
     opened = PassageStore.open("mtrag-test", data_dir=tmp_path_factory.mktemp("mtrag-store"), create=True)
     assert not ingest([docs_file], opened, progress=False).errors
@@ -370,7 +372,7 @@ def test_graph_kind_and_relevance_correlations(
 def test_relevance_threshold_is_the_one_the_graph_ran_with(
     docs_file: Path, cases_file: Path, tmp_path: Path, store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from reground.graph.context import Context
+    from reground.nodes.context import Context
 
     default = Context().relevance_threshold
     kinds = dict.fromkeys(("a1", "a2", "p1", "u1", "s1"), "answer")

@@ -12,12 +12,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from reground.evals.answers import EvalRunError, parse_systems, read_jsonl, run_answers_eval
+from reground.evals.answers import EvalRunError, parse_systems, run_answers_eval
 from reground.evals.calibrate import CalibrationError, calibrate_run, calibrated_threshold, read_calibrated_threshold
 from reground.evals.correlation import correlation_report
+from reground.evals.records import read_jsonl
 from reground.evals.report import ReportError, write_report
-from reground.tools.fake_chat import ScriptedChatModel
-from reground.tools.paths import read_calibrated_value
+from reground.tools.adapters.paths import read_calibrated_value
+
+from reground.testing.fake_chat import ScriptedChatModel
 
 DOCS = [
     {
@@ -116,8 +118,8 @@ def docs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, docs_file: Path) -> Any:
-    from reground.tools.ingest import ingest
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.ingest import ingest
+    from reground.tools.stores.store import PassageStore
 
     opened = PassageStore.open("eval-test", data_dir=tmp_path_factory.mktemp("eval-store"), create=True)
     summary = ingest([docs_file], opened, progress=False)
@@ -407,7 +409,7 @@ def test_cli_handlers(files: tuple[Path, Path], tmp_path: Path, capsys: pytest.C
 
 def test_ablations_are_valid_context_overrides() -> None:
     from reground.evals.answers import GRAPH_SYSTEMS
-    from reground.graph.context import Context
+    from reground.nodes.context import Context
 
     from reground.commands.eval import parse_overrides
 
@@ -493,7 +495,7 @@ def _support_run(run: Path, collection: str | None, supports: dict[str, float]) 
 
 
 def test_a_collection_keeps_its_own_support_threshold(tmp_path: Path) -> None:
-    from reground.graph.context import Context
+    from reground.nodes.context import Context
 
     answerable = {f"ANSWERABLE:{i}": 0.6 + i / 100 for i in range(20)}
     mtrag = _support_run(tmp_path / "mtrag", "eval-mtrag", {**answerable, "UNANSWERABLE:0": 0.5})

@@ -1,18 +1,18 @@
-"""The extractive anchor and the relevance signal built on it (tools/evidence.py)."""
+"""The extractive anchor and the relevance signal built on it (tools/signals/evidence.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from reground.tools.evidence import (
+from reground.tools.signals.evidence import (
     asked_again,
     continuity,
     extractive_answer,
     rank_evidence,
     relevance_parts,
     repeats,
-    sentence_spans,
 )
+from reground.tools.text.sentences import sentence_spans
 from reground.tools.types import Passage
 
 LEAVE = (
@@ -88,7 +88,7 @@ def test_the_extractive_answer_is_the_best_sentence_and_its_passage() -> None:
 
 
 def test_an_extracted_reply_adds_a_close_sentence_of_the_same_passage_in_reading_order() -> None:
-    from reground.tools.evidence import Evidence, extractive_answer
+    from reground.tools.signals.evidence import Evidence, extractive_answer
 
     exception = Evidence("If you were ill, carried-over days stay for 15 months.", 1, 0.51, 0.2, 0.3, order=3)
     rule = Evidence("Carried-over days must be taken by 31 March.", 1, 0.48, 0.2, 0.3, order=2)
@@ -103,7 +103,7 @@ def test_an_extracted_reply_adds_a_close_sentence_of_the_same_passage_in_reading
 
 
 def test_relevance_is_the_best_answer_sentences_so_a_second_sentence_costs_nothing() -> None:
-    from reground.tools.evidence import Evidence, relevance_parts
+    from reground.tools.signals.evidence import Evidence, relevance_parts
 
     best = Evidence("Carried-over days must be taken by 31 March.", 1, 0.6, 0.3, 0.3)
     other = Evidence(
@@ -122,7 +122,7 @@ def test_relevance_is_the_best_answer_sentences_so_a_second_sentence_costs_nothi
 
 
 def test_a_question_in_a_passage_is_never_the_extracted_answer() -> None:
-    from reground.tools.evidence import Evidence, extractive_answer
+    from reground.tools.signals.evidence import Evidence, extractive_answer
 
     heading = Evidence("Should I bag my recyclables?", 1, 0.9, 0.5, 0.4, order=0)
     answer = Evidence("Keep recyclables loose in the recycling bins.", 1, 0.5, 0.2, 0.3, order=1)
@@ -131,7 +131,7 @@ def test_a_question_in_a_passage_is_never_the_extracted_answer() -> None:
 
 
 def test_a_sentence_that_introduces_a_list_brings_the_list() -> None:
-    from reground.tools.evidence import Evidence, extractive_answer
+    from reground.tools.signals.evidence import Evidence, extractive_answer
 
     intro = Evidence("Two major types of keystores are available:", 1, 0.9, 0.5, 0.4, order=4)
     items = [Evidence(f"* Keystore type {n}: stores keys.", 1, 0.3, 0.1, 0.2, order=4 + n) for n in (1, 2)]
@@ -240,7 +240,7 @@ def test_repeating_the_previous_reply_is_relevant_when_the_question_asks_for_it_
 def test_a_fragment_or_a_bare_link_is_never_a_whole_reply() -> None:
     """A list item or heading ("Plan the migration") and a pointer whose link is the message are skipped; the
     sentence after them answers."""
-    from reground.tools.evidence import Evidence, extractive_answer, stands_as_reply
+    from reground.tools.signals.evidence import Evidence, extractive_answer, stands_as_reply
 
     pointer = "For more information, see [Tags for Block Storage for VPC snapshots](https://cloud.example/docs/tags)."
     assert not stands_as_reply("Plan the migration")

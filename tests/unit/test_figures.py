@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from reground.graph.builder import build_graph, run_config
-from reground.graph.context import Context
-from reground.tools.fake_chat import ScriptedChatModel
-from reground.tools.figures import extract_figures, unsupported_figures
+from reground.nodes.context import Context
+from reground.tools.signals.figures import extract_figures, unsupported_figures
+
+from reground.testing.fake_chat import ScriptedChatModel
 
 GLASSES = (
     "Employees who work at a screen can claim glasses for screen work. The company pays up to 80 EUR towards "
@@ -71,8 +72,8 @@ def test_a_passage_date_supports_its_year_and_a_date_without_year() -> None:
 
 @pytest.fixture(scope="module")
 def glasses_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
-    from reground.tools.ingest import ingest
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.ingest import ingest
+    from reground.tools.stores.store import PassageStore
 
     root = tmp_path_factory.mktemp("figures")
     corpus = Path(root) / "docs.jsonl"
@@ -143,7 +144,7 @@ def test_a_written_reply_that_echoes_the_prompt_fails_groundedness(glasses_store
 
 def test_prompt_echo_finds_the_scaffolding_not_ordinary_words() -> None:
     from reground.prompts import answer as answer_prompts
-    from reground.tools.scoring import prompt_echo
+    from reground.tools.signals.scoring import prompt_echo
 
     templates = [answer_prompts.SHARED_PREFIX, Context().answer_prompt, answer_prompts.EVIDENCE]
     assert prompt_echo("The user's last message: how many days?", templates) == "the user's last message"

@@ -11,12 +11,13 @@ import pytest
 from fake_openai import FakeOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 from reground.graph.builder import build_graph, run_config
-from reground.graph.context import Context, ContextError
+from reground.nodes.context import Context, ContextError
+from reground.tools.adapters.llm import LLMUnavailableError
 from reground.tools.errors import DataError, InputError, ModelError, RegroundError
-from reground.tools.fake_chat import ScriptedChatModel
-from reground.tools.llm import LLMUnavailableError
-from reground.tools.store import CollectionNotFoundError
-from reground.tools.tokens import count_tokens
+from reground.tools.stores.store import CollectionNotFoundError
+from reground.tools.text.tokens import count_tokens
+
+from reground.testing.fake_chat import ScriptedChatModel
 
 
 def _closed_port() -> int:
@@ -101,16 +102,16 @@ def test_context_falls_back_to_environment_variables(monkeypatch: pytest.MonkeyP
 @pytest.mark.parametrize(
     ("error", "base"),
     [
-        ("reground.tools.llm:LLMUnavailableError", ModelError),
-        ("reground.tools.llm:LLMTimeoutError", ModelError),
-        ("reground.tools.llm:ModelSpecError", InputError),
-        ("reground.graph.context:ContextError", InputError),
+        ("reground.tools.adapters.llm:LLMUnavailableError", ModelError),
+        ("reground.tools.adapters.llm:LLMTimeoutError", ModelError),
+        ("reground.tools.adapters.llm:ModelSpecError", InputError),
+        ("reground.nodes.context:ContextError", InputError),
         ("reground.graph.ingest_graph:IngestInputError", InputError),
-        ("reground.tools.embeddings:EmbeddingModelError", ModelError),
-        ("reground.tools.tokens:TokenizerUnavailableError", ModelError),
-        ("reground.tools.local_server:LocalServerError", ModelError),
-        ("reground.tools.rerank_http:RerankEndpointError", ModelError),
-        ("reground.tools.store:CollectionNotFoundError", DataError),
+        ("reground.tools.adapters.embeddings:EmbeddingModelError", ModelError),
+        ("reground.tools.text.tokens:TokenizerUnavailableError", ModelError),
+        ("reground.tools.adapters.local_server:LocalServerError", ModelError),
+        ("reground.tools.adapters.rerank_http:RerankEndpointError", ModelError),
+        ("reground.tools.stores.store:CollectionNotFoundError", DataError),
         ("reground.evals.report:ReportError", InputError),
     ],
 )
@@ -139,7 +140,7 @@ def _connection_error(url: str) -> Exception:
 @pytest.mark.parametrize("wrapped", [False, True], ids=["openai-error", "wrapped-by-a-parser"])
 def test_model_failure_classifies_a_dead_server_by_the_exception_chain(wrapped: bool) -> None:
     from langchain_openai import ChatOpenAI
-    from reground.tools.chat import model_failure
+    from reground.tools.adapters.chat import model_failure
 
     url = "http://127.0.0.1:9/v1"
     model = ChatOpenAI(base_url=url, api_key="x", model="local")  # type: ignore[arg-type]
@@ -160,8 +161,8 @@ def test_a_timeout_is_a_model_error_the_retry_policy_still_retries() -> None:
     import openai
     from langchain_openai import ChatOpenAI
     from reground.graph.builder import LLM_RETRY
-    from reground.tools.chat import model_failure
-    from reground.tools.llm import LLMTimeoutError
+    from reground.tools.adapters.chat import model_failure
+    from reground.tools.adapters.llm import LLMTimeoutError
 
     model = ChatOpenAI(base_url="http://127.0.0.1:9/v1", api_key="x", model="local")  # type: ignore[arg-type]
     failure = model_failure(model, openai.APITimeoutError(request=httpx.Request("POST", "http://127.0.0.1:9/v1")))
@@ -244,7 +245,7 @@ def test_a_failed_turn_stays_resumable_until_the_next_question(hr_store: Any, hr
 
 def test_thread_reducer_replaces_only_unanswered_trailing_user_messages() -> None:
     from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
-    from reground.graph.thread_messages import add_turn_messages
+    from reground.nodes.thread_messages import add_turn_messages
 
     h1, a1, failed = HumanMessage("q1", id="h1"), AIMessage("a1", id="a1"), HumanMessage("q2", id="h2")
     new = HumanMessage("q2 again", id="h3")

@@ -12,8 +12,9 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from reground.graph.builder import build_graph, run_config
-from reground.graph.context import Context
-from reground.tools.fake_chat import ScriptedChatModel
+from reground.nodes.context import Context
+
+from reground.testing.fake_chat import ScriptedChatModel
 
 UNRELATED = "Bananas are yellow and monkeys climb trees quickly."
 

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from reground.graph.builder import build_graph, run_config
-from reground.graph.context import Context
-from reground.tools.fake_chat import ScriptedChatModel
+from reground.nodes.context import Context
+
+from reground.testing.fake_chat import ScriptedChatModel
 
 QUESTION = "How many days of annual leave do full-time employees get?"
 GROUNDED = "Full-time employees in Germany receive 30 working days of paid annual leave per calendar year [1]."

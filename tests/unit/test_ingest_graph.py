@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from reground.graph.builder import build_graph, run_config
 from reground.graph.builder import graph as reground_graph
-from reground.graph.context import Context, ContextError
 from reground.graph.ingest_graph import IngestContext, IngestInputError
 from reground.graph.ingest_graph import graph as ingest_graph
-from reground.tools.fake_chat import ScriptedChatModel
+from reground.nodes.context import Context, ContextError
+
+from reground.testing.fake_chat import ScriptedChatModel
 
 DOCS = [
     {
@@ -52,7 +53,7 @@ def test_every_context_field_has_a_description(compiled: Any) -> None:
 def test_inline_documents_land_with_their_metadata(tmp_path: Path) -> None:
     summary = ingest(collection="ingest-inline", data_dir=str(tmp_path))
     assert summary["collection"] == "ingest-inline"
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.store import PassageStore
 
     chunks = PassageStore.open("ingest-inline", data_dir=tmp_path).all_chunks()
     assert {c["doc_id"] for c in chunks} == {"parental-leave-acme", "bike-scheme-acme"}
@@ -66,7 +67,7 @@ def test_inline_documents_land_with_their_metadata(tmp_path: Path) -> None:
 
 
 def test_reingesting_the_same_documents_does_not_duplicate_chunks(tmp_path: Path) -> None:
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.store import PassageStore
 
     ingest(collection="ingest-twice", data_dir=str(tmp_path))
     first = PassageStore.open("ingest-twice", data_dir=tmp_path).count()
@@ -79,7 +80,7 @@ def test_server_side_paths_and_inline_documents_together(tmp_path: Path) -> None
     folder.mkdir()
     (folder / "canteen.md").write_text("# Canteen\n\nThe canteen serves lunch from 11:30 to 14:00.\n", encoding="utf-8")
     ingest(DOCS[:1], collection="ingest-mixed", data_dir=str(tmp_path / "store"), paths=[str(folder)])
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.store import PassageStore
 
     texts = " ".join(c["text"] for c in PassageStore.open("ingest-mixed", data_dir=tmp_path / "store").all_chunks())
     assert "11:30" in texts and "Quokka" in texts
@@ -154,8 +155,8 @@ def test_concurrent_graph_runs_into_one_collection_take_turns_and_lose_nothing(t
     """Runs of the `ingest` graph in threads (as `langgraph dev` runs them) share the collection's write lock."""
     import threading
 
-    from reground.tools.locking import collection_lock, lock_path
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.locking import collection_lock, lock_path
+    from reground.tools.stores.store import PassageStore
 
     batches = [
         [

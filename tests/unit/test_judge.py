@@ -1,4 +1,4 @@
-"""The judge (tools/judge.py): its features, its shipped weights, and the three bands triage decides with."""
+"""The judge (tools/signals/judge.py): its features, its shipped weights, and the three bands triage decides with."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from reground.graph.context import Context, ContextError
+from reground.nodes.context import Context, ContextError
 from reground.nodes.triage import judged_decision
-from reground.tools.evidence import Evidence
-from reground.tools.judge import (
+from reground.tools.signals.evidence import Evidence
+from reground.tools.signals.judge import (
     JUDGE_SHA256,
     SCALAR_NAMES,
     TURN_FEATURE_NAMES,

@@ -12,7 +12,8 @@ from langchain_core.messages import BaseMessage
 from reground.evals.answers import summarize_run
 from reground.evals.judge_check import check_hallucination_judge, roc_auc, score_verdicts, validation_items
 from reground.evals.report import write_report
-from reground.tools.fake_chat import ScriptedChatModel
+
+from reground.testing.fake_chat import ScriptedChatModel
 
 PASSAGES = [
     "Employees in Germany get thirty days of paid leave every calendar year from their first month.",

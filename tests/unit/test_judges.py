@@ -1,4 +1,4 @@
-"""The judges read their verdicts from the first token's log-probabilities (tools/choice.py), never from text:
+"""The judges read their verdicts from the first token's log-probabilities (tools/adapters/choice.py), never from text:
 the weighted G-Eval score, both pairwise orders and their merge, unreadable replies counted, the text fallback."""
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from reground.evals.judges import (
     summarize_values,
 )
 from reground.prompts import judges as judge_prompts
-from reground.tools.fake_chat import ScriptedChatModel
+
+from reground.testing.fake_chat import ScriptedChatModel
 
 CASE: dict[str, Any] = {"history": [], "question": "days?", "passages": ["Employees get 25 days."]}
 

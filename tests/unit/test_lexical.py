@@ -1,4 +1,4 @@
-"""The one tokeniser, stopword list and BM25 (tools/lexical.py) and the places that must use them."""
+"""The one tokeniser, stopword list and BM25 (tools/text/lexical.py) and the places that must use them."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 from bm25s.stopwords import STOPWORDS_EN
-from reground.tools.keywords import lexical_keywords
-from reground.tools.lexical import BM25, STOPWORDS, content_terms, idf_overlap, lexical_tokens, words
-from reground.tools.retrieval import DocumentTermIndex
+from reground.tools.retrieval.keywords import lexical_keywords
+from reground.tools.retrieval.search import DocumentTermIndex
+from reground.tools.text.lexical import BM25, STOPWORDS, content_terms, idf_overlap, lexical_tokens, words
 from reground.tools.types import Chunk
 
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import pytest
 from langchain_openai import AzureChatOpenAI, ChatOpenAI
-from reground.tools import llm
-from reground.tools.errors import InputError, ModelError
-from reground.tools.llm import (
+from reground.tools.adapters import llm
+from reground.tools.adapters.llm import (
     LLMUnavailableError,
     ModelSpecError,
     base_url_for,
@@ -20,6 +19,7 @@ from reground.tools.llm import (
     providers,
     token_cap,
 )
+from reground.tools.errors import InputError, ModelError
 
 
 @pytest.fixture(autouse=True)

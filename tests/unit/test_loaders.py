@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from reground.tools.chunking import chunk_document
-from reground.tools.loaders import html_text, load_paths
+from reground.tools.text.chunking import chunk_document
+from reground.tools.text.loaders import html_text, load_paths
 
 
 def test_nested_list_items_and_paragraphs_are_extracted_once() -> None:
@@ -130,7 +130,7 @@ def test_a_pdf_without_text_is_an_error_not_an_empty_document(tmp_path: Path) ->
 
 
 def test_a_paragraph_keeps_its_line_breaks_and_packed_paragraphs_a_blank_line() -> None:
-    from reground.tools.loaders import Document
+    from reground.tools.text.loaders import Document
 
     doc = Document(
         doc_id="plates",
@@ -144,7 +144,7 @@ def test_a_paragraph_keeps_its_line_breaks_and_packed_paragraphs_a_blank_line() 
 
 
 def test_line_breaks_move_no_chunk_boundary() -> None:
-    from reground.tools.loaders import Document
+    from reground.tools.text.loaders import Document
 
     blocks = ["\n".join(f"Step {j} of part {i}" for j in range(5)) for i in range(12)]
     broken = Document(doc_id="a", title="A", text="\n\n".join(blocks))

@@ -13,8 +13,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from reground.tools import local_server
-from reground.tools.local_server import LocalServerError, ModelSpec
+from reground.tools.adapters import local_server
+from reground.tools.adapters.local_server import LocalServerError, ModelSpec
 
 
 @pytest.fixture(autouse=True)

@@ -9,12 +9,19 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from reground.graph.builder import build_graph, run_config
-from reground.graph.context import Context
-from reground.tools.chat import CallStats, LLMReplyError, one_line
-from reground.tools.fake_chat import ScriptedChatModel
-from reground.tools.query_transforms import MAX_ITEMS, IntendedTopics, QueryVariants, recent_history, transform_query
-from reground.tools.retrieval import HybridRetriever, RetrievalQuery, RetrievalSettings, history_query
+from reground.nodes.context import Context
+from reground.tools.adapters.chat import CallStats, LLMReplyError, one_line
+from reground.tools.retrieval.query_transforms import (
+    MAX_ITEMS,
+    IntendedTopics,
+    QueryVariants,
+    recent_history,
+    transform_query,
+)
+from reground.tools.retrieval.search import HybridRetriever, RetrievalQuery, RetrievalSettings
+from reground.tools.text.tokens import history_query
 
+from reground.testing.fake_chat import ScriptedChatModel
 from tests.unit.test_retrieval import CHUNKS, FakeStore
 
 HISTORY = [

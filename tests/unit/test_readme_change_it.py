@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reground.tools.fake_chat import ScriptedChatModel
+
+from reground.testing.fake_chat import ScriptedChatModel
 
 REPO = Path(__file__).resolve().parents[2]
 GROUNDED = "Full-time employees in Germany receive 30 working days of paid annual leave per calendar year [1]."
@@ -43,8 +44,8 @@ def apply_diff(source: str, diff: str) -> str:
 
 @pytest.fixture
 def my_docs(tmp_path: Path, hr_corpus: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    from reground.tools.ingest import ingest
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.ingest import ingest
+    from reground.tools.stores.store import PassageStore
 
     data_dir = tmp_path / "data"
     assert not ingest([hr_corpus], PassageStore.open("my-docs", data_dir=data_dir, create=True), progress=False).errors
@@ -55,8 +56,8 @@ def my_docs(tmp_path: Path, hr_corpus: Path, monkeypatch: pytest.MonkeyPatch) ->
 @pytest.fixture
 def elsewhere_dir(tmp_path: Path) -> str:
     """Another store, reached only through the store spec: its 'my-docs' holds one document of its own."""
-    from reground.tools.ingest import ingest
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.ingest import ingest
+    from reground.tools.stores.store import PassageStore
 
     doc = {"doc_id": "elsewhere-leave", "title": "Leave", "url": "https://elsewhere.example", "text": GROUNDED[:-5]}
     corpus = tmp_path / "elsewhere.jsonl"

@@ -12,17 +12,17 @@ from typing import Any
 import numpy as np
 import pytest
 from reground.nodes.rerank import keep_conversation_passage
-from reground.tools.retrieval import (
+from reground.tools.retrieval.search import (
     HybridRetriever,
     RetrievalQuery,
     RetrievalSettings,
     conversation_query,
     fuse_rerank,
-    history_query,
     reciprocal_rank_fusion,
     select_across_documents,
     sentence_rerank,
 )
+from reground.tools.text.tokens import history_query
 from reground.tools.types import Chunk, Passage
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -312,11 +312,12 @@ def test_fuse_rerank_with_penalty_gives_each_top_document_a_slot() -> None:
 
 def test_the_rerank_node_selects_with_the_context_s_penalty() -> None:
     from langgraph.runtime import Runtime
-    from reground.graph.context import Context
     from reground.nodes.common import NodeEnv
+    from reground.nodes.context import Context
     from reground.nodes.rerank import rerank
-    from reground.tools.fake_chat import ScriptedChatModel
     from reground.tools.services import Services
+
+    from reground.testing.fake_chat import ScriptedChatModel
 
     def p(doc: str, pos: int, score: float) -> Passage:
         passage = Passage(**_chunk(doc, pos, f"text {doc} {pos}"))
@@ -409,7 +410,7 @@ def test_a_topic_shift_moves_the_topic_to_the_message_that_changed_it(store: Fak
 
 
 def test_phrase_containment_counts_verbatim_word_ngrams() -> None:
-    from reground.tools.retrieval import _ngrams, phrase_containment
+    from reground.tools.retrieval.search import _ngrams, phrase_containment
 
     docs = {
         "a": frozenset(_ngrams(_words("you must bring an original birth certificate to the office"), 4)),
@@ -437,7 +438,7 @@ def test_the_phrase_signal_finds_the_document_a_reply_quoted(store: FakeStore) -
 
 
 def test_a_shifting_turn_weights_the_dialogue_signals_down() -> None:
-    from reground.tools.retrieval import shift_weights
+    from reground.tools.retrieval.search import shift_weights
 
     settings = RetrievalSettings(shift_history_weight=0.5, shift_question_weight=1.0)
     weights = shift_weights({"lexical_history": 1.0, "document_phrases": 0.4, "dense_topic": 2.0}, settings)
@@ -447,7 +448,7 @@ def test_a_shifting_turn_weights_the_dialogue_signals_down() -> None:
 
 
 def test_normalised_scales_by_the_best_or_by_the_range() -> None:
-    from reground.tools.retrieval import normalised
+    from reground.tools.retrieval.search import normalised
 
     scores = {"a": 0.8, "b": 0.6, "c": 0.4}
     assert normalised(scores) == pytest.approx({"a": 1.0, "b": 0.75, "c": 0.5})
@@ -503,7 +504,7 @@ def test_sentence_rerank_prefers_the_paragraph_whose_sentence_answers() -> None:
 
 
 def test_best_sentence_cosines_take_each_passage_s_closest_sentence() -> None:
-    from reground.tools.evidence import best_sentence_cosines
+    from reground.tools.signals.evidence import best_sentence_cosines
 
     embedder = HashEmbedder()
     passages = [
@@ -521,11 +522,12 @@ def test_best_sentence_cosines_take_each_passage_s_closest_sentence() -> None:
 
 def test_the_default_rerank_keeps_the_passage_whose_sentence_answers() -> None:
     from langgraph.runtime import Runtime
-    from reground.graph.context import Context
     from reground.nodes.common import NodeEnv
+    from reground.nodes.context import Context
     from reground.nodes.rerank import rerank
-    from reground.tools.fake_chat import ScriptedChatModel
     from reground.tools.services import Services
+
+    from reground.testing.fake_chat import ScriptedChatModel
 
     chunks = [
         _chunk("leave", 0, "Annual leave rules apply to all staff. Leave requests go to your manager first."),

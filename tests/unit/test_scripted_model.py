@@ -10,11 +10,12 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from reground.graph.builder import build_graph, run_config
-from reground.graph.context import Context
+from reground.nodes.context import Context
 from reground.prompts import answer as answer_prompts
-from reground.tools.chat import CallStats, call_text
-from reground.tools.fake_chat import ScriptedChatModel
+from reground.tools.adapters.chat import CallStats, call_text
 from reground.tools.services import at_temperature
+
+from reground.testing.fake_chat import ScriptedChatModel
 
 QUESTION = "How many days of annual leave do full-time employees get?"
 REPLIES = [f"reply {i}" for i in range(6)]
@@ -58,7 +59,7 @@ def test_max_tokens_cuts_the_reply_per_call_and_by_field() -> None:
 
 
 def test_the_length_cap_of_reground_calls_reaches_the_scripted_model() -> None:
-    """tools/llm.py token_cap passes max_tokens to a model with that field, so the graph's caps act in tests."""
+    """adapters/llm.py token_cap passes max_tokens to a model with that field, so the graph's caps act in tests."""
     model = ScriptedChatModel(script={"answer": ["one two three four five"]})
     assert call_text(model, [HumanMessage("q")], CallStats(), tags=["answer"], max_tokens=2) == "one two"
 

@@ -21,7 +21,7 @@ from fake_openai import FakeOpenAI
 from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.checkpoint.memory import InMemorySaver
 from reground.graph.builder import build_graph, run_config
-from reground.graph.context import Context
+from reground.nodes.context import Context
 
 SECRET = f"sk-test-SECRET-{uuid.uuid4().hex}"
 

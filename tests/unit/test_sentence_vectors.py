@@ -9,12 +9,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from reground.tools.embeddings import MINILM_SPEC, load_embedder
-from reground.tools.evidence import rank_evidence, text_sentences, turn_evidence
-from reground.tools.ingest import ingest_documents
-from reground.tools.loaders import Document
-from reground.tools.retrieval import HybridRetriever, RetrievalQuery
-from reground.tools.store import EmbeddingMismatchError, PassageStore
+from reground.tools.adapters.embeddings import MINILM_SPEC, load_embedder
+from reground.tools.retrieval.search import HybridRetriever, RetrievalQuery
+from reground.tools.signals.evidence import rank_evidence, turn_evidence
+from reground.tools.stores.ingest import ingest_documents
+from reground.tools.stores.store import EmbeddingMismatchError, PassageStore
+from reground.tools.text.loaders import Document
+from reground.tools.text.sentences import text_sentences
 from reground.tools.types import Passage
 
 DOCS = [
@@ -145,8 +146,8 @@ def test_the_version_is_read_from_chroma_only_when_the_store_changed(
 
 
 def test_hnsw_dense_search_finds_what_exact_search_finds(store: PassageStore) -> None:
-    from reground.tools.search_index import IndexSettings, SearchIndex
-    from reground.tools.vector_store import MetadataFilterError
+    from reground.tools.stores.search_index import IndexSettings, SearchIndex
+    from reground.tools.stores.vector_store import MetadataFilterError
 
     exact = SearchIndex(store, IndexSettings(dense="exact"))
     hnsw = SearchIndex(store, IndexSettings(dense="hnsw"))
@@ -168,7 +169,7 @@ def test_hnsw_dense_search_finds_what_exact_search_finds(store: PassageStore) ->
 
 
 def test_hnsw_search_keeps_to_the_scope_like_exact_search(hr_store: Any) -> None:
-    from reground.tools.search_index import IndexSettings, SearchIndex
+    from reground.tools.stores.search_index import IndexSettings, SearchIndex
 
     exact = SearchIndex(hr_store, IndexSettings(dense="exact"))
     hnsw = SearchIndex(hr_store, IndexSettings(dense="hnsw", ann_oversample=1))  # widening needed for the scope
@@ -185,7 +186,7 @@ def test_hnsw_search_keeps_to_the_scope_like_exact_search(hr_store: Any) -> None
 def test_reads_of_the_whole_collection_go_page_by_page(
     store: PassageStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import reground.tools.store as store_module
+    import reground.tools.stores.store as store_module
 
     whole = store.load_snapshot()
     monkeypatch.setattr(store_module, "SNAPSHOT_PAGE", 1)  # every read of the collection takes several pages

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 from chromadb.errors import InternalError
-from reground.tools.ingest import ingest
-from reground.tools.store import PassageStore
-from reground.tools.vector_store import StoreError
+from reground.tools.stores.ingest import ingest
+from reground.tools.stores.store import PassageStore
+from reground.tools.stores.vector_store import StoreError
 
 DOCS = 12
 
@@ -101,7 +101,7 @@ def test_a_read_that_keeps_failing_is_one_clear_store_error(
         raise InternalError("Error finding id")
 
     monkeypatch.setattr(store, "_read_live", broken)
-    monkeypatch.setattr("reground.tools.store.SNAPSHOT_BACKOFF_S", 0.0)
+    monkeypatch.setattr("reground.tools.stores.store.SNAPSHOT_BACKOFF_S", 0.0)
     with pytest.raises(StoreError, match=r"changed during each of \d+ reads"):
         store.load_snapshot()
 
@@ -110,8 +110,8 @@ WRITER = textwrap.dedent(
     """
     import json, sys
     from pathlib import Path
-    from reground.tools.ingest import ingest
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.ingest import ingest
+    from reground.tools.stores.store import PassageStore
 
     root, corpus, rounds = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
     store = PassageStore.open("test-moving", data_dir=root, create=True)

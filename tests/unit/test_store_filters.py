@@ -16,10 +16,9 @@ from typing import Any
 
 import pytest
 from reground.graph.builder import build_graph, run_config
-from reground.graph.context import Context
+from reground.nodes.context import Context
 from reground.tools.errors import DataError, InputError
-from reground.tools.fake_chat import ScriptedChatModel
-from reground.tools.store import (
+from reground.tools.stores.store import (
     CollectionNotFoundError,
     EmptyCollectionError,
     InvalidCollectionNameError,
@@ -29,6 +28,8 @@ from reground.tools.store import (
     UnknownMetadataFieldError,
     normalize_where,
 )
+
+from reground.testing.fake_chat import ScriptedChatModel
 
 
 def test_store_errors_are_data_errors_and_bad_names_input_errors() -> None:
@@ -150,7 +151,7 @@ def test_cli_collections_on_an_empty_data_dir(tmp_path: Path) -> None:
 def test_an_empty_collection_reads_as_empty(tmp_path: Path) -> None:
     """Not a reshape error: the conversation turns a count of 0 into EmptyCollectionError naming the collection."""
     from reground.graph.builder import build_graph as build
-    from reground.tools.store import EmptyCollectionError as Empty
+    from reground.tools.stores.store import EmptyCollectionError as Empty
 
     store = PassageStore.open("empty-docs", data_dir=tmp_path, create=True)
     assert (store.count(), store.metadata_fields(), store.all_chunks({"country": "DE"})) == (0, [], [])

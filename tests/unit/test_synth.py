@@ -31,7 +31,8 @@ from reground.evals.synth import (
     synthesize,
 )
 from reground.tools.errors import DataError
-from reground.tools.fake_chat import ScriptedChatModel
+
+from reground.testing.fake_chat import ScriptedChatModel
 
 Reply = Callable[[Sequence[BaseMessage]], str]
 

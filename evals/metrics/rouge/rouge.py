@@ -1,11 +1,11 @@
 """ROUGE-1, ROUGE-2 and ROUGE-L F-measure (mean over examples), equal to rouge-score's RougeScorer
-without stemming; computed by `reground.tools.scoring` (the same code as the graph's proxies)."""
+without stemming; computed by `reground.tools.signals.scoring` (the same code as the graph's proxies)."""
 
 from __future__ import annotations
 
 import datasets
 import evaluate
-from reground.tools.scoring import rouge_l, rouge_n
+from reground.tools.signals.scoring import rouge_l, rouge_n
 
 
 class Rouge(evaluate.Metric):

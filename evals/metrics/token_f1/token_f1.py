@@ -1,13 +1,13 @@
 """Token F1 (SQuAD normalisation): mean over examples of the bag-of-tokens F1 with the reference.
 
-A thin `evaluate` wrapper around `reground.tools.scoring.token_f1`, the function the graph uses.
+A thin `evaluate` wrapper around `reground.tools.signals.scoring.token_f1`, the function the graph uses.
 """
 
 from __future__ import annotations
 
 import datasets
 import evaluate
-from reground.tools.scoring import token_f1
+from reground.tools.signals.scoring import token_f1
 
 _DESCRIPTION = "Mean SQuAD-style token F1 between each prediction and its reference (0-1)."
 _KWARGS = "predictions, references: lists of str. Returns {'token_f1': float, 'scores': list}."

@@ -1,0 +1,1 @@
+"""Test doubles for reground's users and its own tests: a scripted chat model behind LangChain's interface."""

@@ -1,0 +1,442 @@
+"""Evidence sentences and answer relevance, LLM-free.
+
+An answer that answers the question restates the passage sentence that matches the question best (the
+*extractive anchor*) rather than another sentence (the carry-over rule for "how many days do I get"), and an
+answer that repeats the previous reply does not answer a follow-up. On the 100 seeded doc2dial dev answers of
+the history-aware baseline this signal correlated 0.49 (Spearman) with token F1 against the human reply when it
+was introduced (0.37 in the latest run), where ROUGE-L against the question did 0.21; answers under 0.2 average F1
+0.16, those above 0.34
+(evals/README.md, "Answer relevance").
+
+Sentences are scored by IDF-weighted overlap with the question's content words (IDF over the candidate
+sentences, so words every passage shares count little; a follow-up adds the user's previous message) plus the
+question's cosine with the sentence (MiniLM). On that dev sample the dense part lifts the anchor's own token F1
+from 0.286 to 0.317 and the correlation from 0.43 to 0.55; weights 0.5-2 all did about as well. A follow-up that
+depends on the dialogue also counts half its cosine with the question read in its dialogue (`dialogue_weight`):
+reply F1 on such doc2dial dev follow-ups 0.257 -> 0.264 (evals/README.md).
+
+A follow-up's answer usually comes next in the document: a sentence that follows the previous reply's sentence in
+the same section gains up to `continuity_weight`, fading over the next `CONTINUITY_WINDOW` sentences (doc2dial dev:
+the next human reply is grounded 1-3 spans after the previous one in 30% of same-document follow-ups; reply F1 on
+all 2,456 dev cases 0.2844 -> 0.2888, evals/README.md, "Continuity").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from reground.tools.signals.scoring import rouge_l, token_f1
+from reground.tools.text.lexical import STOPWORDS, lexical_tokens
+from reground.tools.text.sentences import strip_citations, text_sentences
+from reground.tools.types import Passage, is_assistant
+
+# How a line that ends a sentence or leads into what follows ends (a heading line has none of these).
+_LINE_END = re.compile(r"[.!?:;,)\]\"']$")
+_SAYS_END = re.compile(r"[.!?:;)\]\"'”’]$")  # how a sentence that says something whole ends
+MAX_HEADING_WORDS = 12
+# The items of a list an extracted sentence introduces ("... are available:") that join it.
+LIST_ITEMS = 5
+# An answer whose words are mostly the previous reply's (ROUGE-L precision) repeats it.
+REPEAT_PRECISION = 0.8
+# Continuity: a passage sentence is where the previous reply came from when it restates one of the reply's sentences
+# at this token F1 or more (a verbatim extracted reply scores 1; doc2dial's human replies paraphrase their span);
+# the sentences after it gain a bonus that fades to nothing over this many sentences. A longer previous reply
+# gathers from several places (MTRAG-UN's written replies), so nothing comes "next": it gives no continuity.
+CONTINUITY_MATCH = 0.5
+CONTINUITY_WINDOW = 8
+CONTINUITY_MAX_REPLY_SENTENCES = 2
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A passage sentence and how well it matches the question (higher is better)."""
+
+    text: str
+    passage: int  # 1-based number of the passage as the prompt shows it
+    score: float
+    lexical: float
+    dense: float
+    dense_dialogue: float = 0.0  # cosine with the question in its dialogue (the history query), when one was given
+    order: int = 0  # the sentence's place in the passages (passage by passage, in reading order)
+    continuity: float = 0.0  # in [0, 1]: 1 right after the previous reply's sentence, fading (before weighting)
+    judge: float = -1.0  # the judge's probability that the sentence answers the question (-1: not judged)
+    judge_weight: float = 0.0  # how much of that probability the ranking adds to the score
+
+    @property
+    def strength(self) -> float:
+        """What the evidence is ranked by: the hand-made score plus, when the judge read it, its weighted
+        probability that the sentence answers the question."""
+        return self.score + self.judge_weight * max(self.judge, 0.0)
+
+
+def passage_sentences(passages: Sequence[Passage]) -> list[tuple[int, str]]:
+    """(passage number, sentence) for every sentence of at least three words, in passage order."""
+    return [
+        (number, sentence)
+        for number, passage in enumerate(passages, start=1)
+        for sentence in text_sentences(passage["text"])
+    ]
+
+
+def word_overlap(question: str, texts: Sequence[str]) -> list[float]:
+    """Per text, the IDF-weighted share of the question's content words it contains, in [0, 1] (IDF over the texts,
+    so words every text shares count little)."""
+    bags = [set(lexical_tokens(text)) for text in texts]
+    df = Counter(term for bag in bags for term in bag)
+    n = len(bags)
+    terms = set(lexical_tokens(question))
+    idf = {t: math.log(1 + n / df[t]) if df[t] else math.log(1 + n) for t in terms}
+    total = sum(idf.values())
+    return [sum(w for t, w in idf.items() if t in bag) / total if total else 0.0 for bag in bags]
+
+
+def continuity(
+    passages: Sequence[Passage], previous_reply: str, sentences: Sequence[tuple[int, str]] | None = None
+) -> list[float]:
+    """Per sentence of `passage_sentences`, how closely it follows the sentence the previous reply came from: 1 for
+    the next sentence (and for that sentence itself when the reply asked a question), fading linearly to 0 after
+    `CONTINUITY_WINDOW`, counted across the boundary into the next chunk of the same document, never across a
+    section heading; 0 everywhere when no sentence restates the reply or the reply has more than
+    `CONTINUITY_MAX_REPLY_SENTENCES` sentences. `sentences`: the passages' `passage_sentences`, if already split."""
+    sentences = passage_sentences(passages) if sentences is None else sentences
+    texts = [text for _, text in sentences]
+    # (passage number, chunk's document, position, section, index in the chunk) of every sentence, in reading order
+    counts = Counter(number for number, _ in sentences)
+    seen: Counter[int] = Counter()
+    places: list[tuple[int, str, int, str, int]] = []
+    for number, _ in sentences:
+        p = passages[number - 1]
+        places.append((number, p["doc_id"], p.get("position", -1), p.get("section", ""), seen[number]))
+        seen[number] += 1
+    # The sentence each sentence of the reply restates (a reply under three words, "No", restates nothing), and
+    # whether the reply's sentence asks: after "Is your vehicle registered in New York?" and the user's "Yes", the
+    # sentence the question came from answers ("If your vehicle is registered in New York, it must ..."), so it
+    # counts itself (doc2dial dev, re-scored: reply F1 0.2877 -> 0.2884, both halves of the dialogues gain).
+    anchors: dict[int, bool] = {}
+    parts = text_sentences(previous_reply)
+    for part in parts if len(parts) <= CONTINUITY_MAX_REPLY_SENTENCES else []:
+        matches = [token_f1(text, part) for text in texts]
+        if matches and max(matches) >= CONTINUITY_MATCH:
+            anchor = matches.index(max(matches))
+            anchors[anchor] = anchors.get(anchor, False) or part.rstrip().endswith("?")
+    bonus = [0.0] * len(places)
+    for anchor, asked in anchors.items():
+        number, doc, position, section, index = places[anchor]
+        first = 0 if asked else 1
+        for i, (_, other_doc, other_position, other_section, other_index) in enumerate(places):
+            if other_doc != doc or other_section != section:
+                continue
+            if other_position == position:
+                steps = other_index - index
+            elif other_position == position + 1:
+                steps = counts[number] - index + other_index
+            else:
+                continue
+            if first <= steps <= CONTINUITY_WINDOW:
+                bonus[i] = max(bonus[i], 1.0 - max(steps - 1, 0) / CONTINUITY_WINDOW)
+    return bonus
+
+
+def rank_evidence(
+    question: str,
+    passages: Sequence[Passage],
+    *,
+    sentence_vectors: np.ndarray | None = None,
+    question_vector: np.ndarray | None = None,
+    dense_weight: float = 1.0,
+    dialogue_vector: np.ndarray | None = None,
+    dialogue_weight: float = 0.0,
+    previous_reply: str = "",
+    continuity_weight: float = 0.0,
+) -> list[Evidence]:
+    """Every passage sentence scored against the question, best first (ties: earlier passage first).
+
+    The lexical part is the IDF-weighted share of the question's content words a sentence contains, in
+    [0, 1]; the dense part is the cosine of unit vectors, if both vectors are given (one row per sentence of
+    `passage_sentences`, the question's vector). With the vector of the question read in its dialogue, each
+    sentence's cosine with it is kept (`dense_dialogue`) and adds `dialogue_weight` of itself to the score: a
+    follow-up ("and is any of it paid?") says little on its own. With the previous reply, a sentence that follows
+    the one it came from adds `continuity_weight` x its `continuity`.
+    """
+    sentences = passage_sentences(passages)
+    if not sentences:
+        return []
+    n = len(sentences)
+    lexical = word_overlap(question, [text for _, text in sentences])
+    following = continuity(passages, previous_reply, sentences) if previous_reply and continuity_weight else [0.0] * n
+    dense = [0.0] * n
+    dialogue = [0.0] * n
+    if sentence_vectors is not None and len(sentence_vectors) == n:
+        if question_vector is not None:
+            dense = [float(x) for x in np.asarray(sentence_vectors) @ np.asarray(question_vector)]
+        if dialogue_vector is not None:
+            dialogue = [float(x) for x in np.asarray(sentence_vectors) @ np.asarray(dialogue_vector)]
+    ranked = [
+        Evidence(
+            text=text,
+            passage=number,
+            score=lexical[i]
+            + dense_weight * dense[i]
+            + dialogue_weight * dialogue[i]
+            + continuity_weight * following[i],
+            lexical=lexical[i],
+            dense=dense[i],
+            dense_dialogue=dialogue[i],
+            order=i,
+            continuity=following[i],
+        )
+        for i, (number, text) in enumerate(sentences)
+    ]
+    order = sorted(range(n), key=lambda i: (-ranked[i].score, i))
+    return [ranked[i] for i in order]
+
+
+def previous_reply(history: Sequence[Mapping[str, str]]) -> str:
+    """The assistant's last reply in a dialogue (role 'assistant', or 'agent' in the datasets)."""
+    return next((str(t["text"]) for t in reversed(history) if is_assistant(str(t.get("role", "")))), "")
+
+
+def stored_sentence_vectors(embed: Callable[..., Any], passages: Sequence[Passage]) -> list[np.ndarray | None]:
+    """The passages' sentence vectors kept at ingest, when `embed` is a retriever's cached `embed` whose store keeps
+    them (`SearchIndex.sentence_vectors`); None for each passage otherwise (its sentences are embedded instead)."""
+    store = getattr(getattr(embed, "__self__", None), "store", None)
+    lookup = getattr(store, "sentence_vectors", None)
+    if not callable(lookup):
+        return [None] * len(passages)
+    kept = list(lookup(passages))
+    return kept if len(kept) == len(passages) else [None] * len(passages)
+
+
+def sentence_vectors(
+    embed: Callable[[Sequence[str]], np.ndarray],
+    queries: Sequence[str],
+    passages: Sequence[Passage],
+    per_passage: Sequence[Sequence[str]],
+) -> tuple[np.ndarray, list[list[np.ndarray]]]:
+    """The queries' vectors and, per passage, the vectors of its sentences (`per_passage`: `text_sentences` of each
+    passage), in one embedding call: a passage's sentence vectors come from the store when it kept them at ingest,
+    the others are embedded with the queries (a cached query costs nothing)."""
+    kept = stored_sentence_vectors(embed, passages)
+    usable = [v is not None and len(v) == len(texts) for v, texts in zip(kept, per_passage, strict=True)]
+    missing = [t for ok, texts in zip(usable, per_passage, strict=True) if not ok for t in texts]
+    vectors = np.asarray(embed([*queries, *missing]))
+    fresh = iter(vectors[len(queries) :])
+    rows = [
+        list(stored) if ok and stored is not None else [next(fresh) for _ in texts]
+        for ok, stored, texts in zip(usable, kept, per_passage, strict=True)
+    ]
+    return vectors[: len(queries)], rows
+
+
+def best_sentence_cosines(
+    embed: Callable[[Sequence[str]], np.ndarray], question: str, passages: Sequence[Passage]
+) -> list[float]:
+    """Per passage, the cosine of its sentence closest to the question (0 for a passage with no sentence): the
+    rerank's finer view of a paragraph, since an answer is one sentence, not a paragraph's average. The sentence
+    vectors come from the store when it kept them at ingest, so this embeds at most the question (cached)."""
+    per_passage = [text_sentences(p["text"]) for p in passages]
+    (question_vector,), rows = sentence_vectors(embed, [question], passages, per_passage)
+    return [float(np.max(np.asarray(r) @ question_vector)) if r else 0.0 for r in rows]
+
+
+def turn_evidence(
+    question: str,
+    history: Sequence[Mapping[str, str]],
+    passages: Sequence[Passage],
+    embed: Callable[[Sequence[str]], np.ndarray],
+    *,
+    rewritten: bool = False,
+    dense_weight: float = 1.0,
+) -> list[Evidence]:
+    """The passage sentences closest to a turn's question, best first (`turn_evidence_vectors` without vectors)."""
+    return turn_evidence_vectors(question, history, passages, embed, rewritten=rewritten, dense_weight=dense_weight)[0]
+
+
+def turn_evidence_vectors(
+    question: str,
+    history: Sequence[Mapping[str, str]],
+    passages: Sequence[Passage],
+    embed: Callable[[Sequence[str]], np.ndarray],
+    *,
+    rewritten: bool = False,
+    dense_weight: float = 1.0,
+    dialogue_query: str = "",
+    dialogue_weight: float = 0.0,
+    continuity_weight: float = 0.0,
+) -> tuple[list[Evidence], np.ndarray, np.ndarray, np.ndarray | None]:
+    """The passage sentences closest to a turn's question: its words (plus, for a follow-up that was not rewritten,
+    the user's previous message), its vector and, given `dialogue_query`, the vector of the question read in its
+    dialogue (weighted `dialogue_weight`), and how closely they follow the previous reply (`continuity_weight`).
+    Sentences the previous reply already said are left out, unless the question asks for one again
+    (`asked_again`): they are not the answer to a follow-up. `embed` maps texts to unit vectors (the retriever's
+    cached MiniLM); the sentences' vectors come from the store when it kept them at ingest, so a turn embeds at most
+    the question. Returns (evidence best first, every sentence's vector in `order` order, the question's vector, the
+    dialogue reading's vector or None): what the judge (tools/signals/judge.py) reads beside the evidence."""
+    lexical_query = question
+    if not rewritten:
+        previous_user = next((str(t["text"]) for t in reversed(history) if t.get("role") == "user"), "")
+        lexical_query = f"{question} {previous_user}".strip()
+    per_passage = [text_sentences(p["text"]) for p in passages]
+    if not any(per_passage):
+        return [], np.zeros((0, 0), dtype=np.float32), np.zeros(0, dtype=np.float32), None
+    # One call: the question (cached), the question in its dialogue if given, and the sentences not kept at ingest.
+    dialogue = [dialogue_query] if dialogue_query and dialogue_query != question else []
+    vectors, per_passage_rows = sentence_vectors(embed, [question, *dialogue], passages, per_passage)
+    rows = np.asarray([row for passage_rows in per_passage_rows for row in passage_rows])
+    said = previous_reply(history)
+    ranked = rank_evidence(
+        lexical_query,
+        passages,
+        sentence_vectors=rows,
+        question_vector=vectors[0],
+        dense_weight=dense_weight,
+        # The question read with its dialogue: the support signal's second view, and a part of the ranking.
+        dialogue_vector=vectors[1] if dialogue else None,
+        dialogue_weight=dialogue_weight,
+        previous_reply=said,
+        continuity_weight=continuity_weight,
+    )
+    again = asked_again(question, ranked)
+    kept = [e for e in ranked if e.order == again or not repeats(e.text, said)]
+    return kept, rows, vectors[0], (vectors[1] if dialogue else None)
+
+
+def asked_again(question: str, evidence: Sequence[Evidence]) -> int | None:
+    """The `order` of the one sentence holding every content word of the question itself ("what about partner
+    leave?" after the reply that named partner leave), if exactly one does: what the user asks about by name, even
+    if the previous reply said it (else the follow-up would be answered with an unrelated sentence)."""
+    if not lexical_tokens(question):
+        return None
+    overlap = word_overlap(question, [e.text for e in evidence])
+    complete = [e.order for e, share in zip(evidence, overlap, strict=True) if share >= 1.0 - 1e-9]
+    return complete[0] if len(complete) == 1 else None
+
+
+def quoted_verbatim(answer: str, texts: Sequence[str]) -> bool:
+    """Whether every sentence of the answer stands word for word in the passages (an extracted reply does): such an
+    answer is grounded by construction, whatever a sentence-to-passage cosine or a small judge would say."""
+    body = " ".join(" ".join(text.split()) for text in texts)
+    parts = text_sentences(strip_citations(answer))
+    return bool(parts) and all(part in body for part in parts)
+
+
+def repeats(answer: str, previous_reply: str) -> bool:
+    """Whether the answer is mostly the previous reply again (it then answers nothing new)."""
+    if not previous_reply.strip() or not answer.strip():
+        return False
+    return rouge_l(strip_citations(answer), previous_reply).precision >= REPEAT_PRECISION
+
+
+_MARKDOWN_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_BARE_URL = re.compile(r"https?://\S+|www\.\S+")
+MAX_FRAGMENT_WORDS = 5
+MIN_REPLY_CONTENT_WORDS = 2
+
+
+def stands_as_reply(text: str) -> bool:
+    """Whether a sentence can be a whole reply: not a fragment (a heading or a list item, "Plan the migration": a
+    single line of at most MAX_FRAGMENT_WORDS words with no closing punctuation) and not a pointer whose link is the
+    message ("For more information, see [Tags for Block Storage](https://...)": fewer content words outside its
+    links than MIN_REPLY_CONTENT_WORDS or than in the links' labels)."""
+    stripped = text.strip()
+    if "\n" not in stripped and len(stripped.split()) <= MAX_FRAGMENT_WORDS and not _SAYS_END.search(stripped):
+        return False
+    labels = " ".join(_MARKDOWN_LINK.findall(stripped))
+    outside = _BARE_URL.sub("", _MARKDOWN_LINK.sub("", stripped))
+    said = len(lexical_tokens(outside))
+    return said >= MIN_REPLY_CONTENT_WORDS and said >= len(lexical_tokens(labels))
+
+
+def answer_sentences(evidence: Sequence[Evidence]) -> list[Evidence]:
+    """The evidence that can answer: a sentence that asks (an FAQ's heading, "Should I bag my recyclables?") never
+    does, nor a fragment or a bare link (`stands_as_reply`); the sentences around them do."""
+    return [e for e in evidence if not e.text.rstrip().endswith("?") and stands_as_reply(e.text)]
+
+
+def relevance_parts(answer: str, evidence: Sequence[Evidence], previous_reply: str = "") -> dict[str, float]:
+    """The relevance signal and its parts, for the answer's sentence that answers best.
+
+    `anchor`: token F1 of a sentence of the answer against the best evidence sentence (an answer to this question
+    restates it); `elsewhere`: that sentence's best token F1 against any other passage sentence (an answer that
+    restates another sentence better answers another question: the carry-over rule for "how many days do I get");
+    `novel`: 0 if the answer repeats the previous reply (and the best evidence does not). Per sentence,
+    max(0, anchor - max(0, elsewhere - anchor)); `relevance` = the best sentence's value x novel (a second sentence
+    that adds context costs nothing).
+    """
+    text = strip_citations(answer)
+    evidence = answer_sentences(evidence)
+    if not evidence:
+        return {"anchor": 0.0, "elsewhere": 0.0, "novel": 1.0, "relevance": 0.0}
+    best = (-1.0, 0.0, 0.0)
+    for part in text_sentences(text) or [text]:
+        anchor = token_f1(part, evidence[0].text)
+        elsewhere = max((token_f1(part, e.text) for e in evidence[1:]), default=0.0)
+        best = max(best, (max(0.0, anchor - max(0.0, elsewhere - anchor)), anchor, elsewhere))
+    # Saying the previous reply again answers nothing new, unless the question asks for it again (`asked_again` kept
+    # that sentence as the best evidence).
+    novel = 0.0 if repeats(text, previous_reply) and not repeats(evidence[0].text, previous_reply) else 1.0
+    score, anchor, elsewhere = best
+    return {
+        "anchor": round(anchor, 4),
+        "elsewhere": round(elsewhere, 4),
+        "novel": novel,
+        "relevance": round(score * novel, 4),
+    }
+
+
+def is_heading_line(line: str, next_line: str) -> bool:
+    """A short line with no closing punctuation, not ending on a function word, before a line that starts like a
+    sentence (a capital or a digit): a heading. A line wrapped mid-sentence (a PDF's, a text file's) is long, ends
+    on a word like "to" or "the", or goes on in lower case, so it stays."""
+    line_words = line.split()
+    return (
+        0 < len(line_words) <= MAX_HEADING_WORDS
+        and not _LINE_END.search(line)
+        and line_words[-1].lower() not in STOPWORDS
+        and (next_line[:1].isupper() or next_line[:1].isdigit())
+    )
+
+
+def reply_text(sentence: str) -> str:
+    """An evidence sentence as a reply says it: without the heading lines it starts with ("How to surrender New
+    York State plates" before "Note: If you need to ..."), on one line."""
+    lines = sentence.split("\n")
+    while len(lines) > 1 and is_heading_line(lines[0], lines[1]):
+        lines = lines[1:]
+    return " ".join(lines)
+
+
+def extractive_answer(
+    evidence: Sequence[Evidence], max_sentences: int = 1, ratio: float = 1.0, *, same_passage: bool = False
+) -> tuple[str, list[int]]:
+    """The best evidence sentences in the documents' own words, with the passages they come from: the best one,
+    then the next-best ones while they score at least `ratio` of the best (up to `max_sentences`; with
+    `same_passage`, only sentences of the best one's passage), in reading order; questions are skipped."""
+    answers = answer_sentences(evidence)
+    if not answers:
+        return "", []
+    best = answers[0]
+    picked = [best]
+    for item in answers[1:]:
+        if len(picked) >= max_sentences or item.strength < ratio * best.strength:
+            break
+        if not same_passage or item.passage == best.passage:
+            picked.append(item)
+    # A sentence that introduces a list ("Two types are available:") is answered by the list that follows it.
+    following = {e.order: e for e in evidence}
+    for item in list(picked):
+        if item.text.rstrip().endswith(":"):
+            for step in range(1, LIST_ITEMS + 1):
+                listed = following.get(item.order + step)
+                if listed is None or listed.passage != item.passage:
+                    break
+                if listed not in picked:
+                    picked.append(listed)
+    picked.sort(key=lambda e: e.order)
+    return " ".join(reply_text(e.text) for e in picked), sorted({e.passage for e in picked})

@@ -1,0 +1,88 @@
+"""A turn's reading of its passages: the evidence sentences ranked against the question and, with the judge, which
+of them answer it and whether the passages answer it at all. One function for the graph (triage) and for the judge's
+training and evaluation (evals/judge.py), so both read a turn the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+from reground.tools.signals.answerability import coverage, depends_on_dialogue
+from reground.tools.signals.evidence import Evidence, previous_reply, turn_evidence_vectors
+from reground.tools.signals.judge import JudgeModel, judge_inputs, sentence_probabilities
+from reground.tools.text.tokens import history_query
+from reground.tools.types import Passage
+
+
+@dataclass(frozen=True)
+class EvidenceWeights:
+    """How the hand-made evidence score weighs its parts (the context's evidence_* fields)."""
+
+    dense: float = 1.0
+    dialogue: float = 0.0
+    continuity: float = 0.0
+    history_token_budget: int = 100
+    judge: float = 1.0  # the judge's probability's weight beside the hand-made score
+
+
+@dataclass(frozen=True)
+class TurnReading:
+    """The turn's evidence, best first; with a judge, the probability that the passages answer the question;
+    `inputs`: the judge's input rows, one per evidence sentence before judging (kept for training)."""
+
+    evidence: list[Evidence]
+    answerable: float | None = None
+    inputs: np.ndarray | None = None
+    coverage: float = 1.0  # the share of the question's content words the passages hold
+    missing: tuple[str, ...] = ()  # those it lacks, in question order
+    dialogue_query: str = ""  # the question read in its dialogue, for a follow-up that depends on it
+
+
+def read_turn(
+    question: str,
+    asked: str,
+    history: Sequence[Mapping[str, str]],
+    passages: Sequence[Passage],
+    embed: Callable[[Sequence[str]], np.ndarray],
+    weights: EvidenceWeights,
+    *,
+    judge: JudgeModel | None = None,
+    keep_inputs: bool = False,
+) -> TurnReading:
+    """`question`: what the answer must answer (the standalone question when there is one); `asked`: the message as
+    the user wrote it (a follow-up that depends on the dialogue is also read with it)."""
+    dialogue_query = (
+        history_query(asked, history, weights.history_token_budget) if depends_on_dialogue(asked, bool(history)) else ""
+    )
+    evidence, rows, question_vector, dialogue_vector = turn_evidence_vectors(
+        question,
+        history,
+        passages,
+        embed,
+        rewritten=question != asked,
+        dense_weight=weights.dense,
+        dialogue_query=dialogue_query,
+        dialogue_weight=weights.dialogue,
+        continuity_weight=weights.continuity,
+    )
+    covered, lacking = coverage(question, [p["text"] for p in passages])
+    missing = tuple(lacking)
+    if not evidence or (judge is None and not keep_inputs):
+        return TurnReading(evidence, 0.0 if judge is not None else None, None, covered, missing, dialogue_query)
+    inputs = judge_inputs(
+        question,
+        evidence,
+        sentence_vectors=rows[[e.order for e in evidence]],
+        question_vector=question_vector,
+        previous_reply=previous_reply(history),
+        has_dialogue=dialogue_vector is not None,
+    )
+    if judge is None:
+        return TurnReading(evidence, None, inputs, covered, missing, dialogue_query)
+    probabilities, answerable = sentence_probabilities(judge, inputs, covered)
+    judged = [
+        replace(e, judge=round(p, 6), judge_weight=weights.judge) for e, p in zip(evidence, probabilities, strict=True)
+    ]
+    judged.sort(key=lambda e: (-e.strength, e.order))
+    return TurnReading(judged, answerable, inputs if keep_inputs else None, covered, missing, dialogue_query)

@@ -1,0 +1,119 @@
+"""Token-aware chunking that keeps paragraphs whole: short passages are what retrieval and the prompt budget want."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from reground.tools.text.loaders import Document
+from reground.tools.text.tokens import count_tokens
+from reground.tools.types import Chunk
+
+DEFAULT_MAX_TOKENS = 160
+# Between the paragraphs packed into one chunk: a blank line, where evidence sentences always end (a single line
+# break inside a paragraph does not end one).
+PARAGRAPH_BREAK = "\n\n"
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+
+
+def _budget_tokens(text: str) -> int:
+    """Tokens a chunk's budget counts: a line break inside a paragraph as the space it replaces and a blank line as
+    one line break, so keeping line breaks moved no chunk boundary (CHUNK_FORMAT 4; format 3 had moved a few)."""
+    return count_tokens(text.replace(PARAGRAPH_BREAK, "\0").replace("\n", " ").replace("\0", "\n"))
+
+
+def _paragraphs(text: str) -> list[tuple[str, str]]:
+    """(section, paragraph) pairs; a markdown heading sets the section of what follows.
+
+    A paragraph keeps its line breaks: a plain heading line ("How to surrender your plates") stays part of the
+    sentence after it, whose words it helps rank, and an extracted reply can still leave it out
+    (tools/evidence.reply_text)."""
+    section = ""
+    out: list[tuple[str, str]] = []
+    for block in re.split(r"\n\s*\n", text.replace("\r\n", "\n")):
+        lines = [ln for ln in block.strip().splitlines() if ln.strip()]
+        body: list[str] = []
+        for line in lines:
+            heading = _HEADING.match(line)
+            if heading:
+                if body:
+                    out.append((section, "\n".join(body)))
+                    body = []
+                section = heading.group(1).strip()
+            else:
+                body.append(line.strip())
+        if body:
+            out.append((section, "\n".join(body)))
+    return out
+
+
+def _split_long(paragraph: str, max_tokens: int) -> list[str]:
+    """A paragraph over the budget is cut at sentence ends (or words, for a run-on sentence)."""
+    pieces: list[str] = []
+    current = ""
+    for sentence in _SENTENCE.split(paragraph):
+        candidate = f"{current} {sentence}".strip()
+        if _budget_tokens(candidate) <= max_tokens:
+            current = candidate
+            continue
+        if current:
+            pieces.append(current)
+        if _budget_tokens(sentence) <= max_tokens:
+            current = sentence
+            continue
+        words, current = sentence.split(), ""
+        for word in words:
+            candidate = f"{current} {word}".strip()
+            if _budget_tokens(candidate) > max_tokens and current:
+                pieces.append(current)
+                current = word
+            else:
+                current = candidate
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def chunk_id_for(doc_id: str, position: int, text: str) -> str:
+    return hashlib.sha1(f"{doc_id}\x1f{position}\x1f{text}".encode()).hexdigest()[:16]
+
+
+def chunk_document(doc: Document, *, max_tokens: int = DEFAULT_MAX_TOKENS, overlap_tokens: int = 0) -> list[Chunk]:
+    """Pack consecutive paragraphs of a section up to max_tokens; never merge across sections.
+
+    `overlap_tokens` > 0 repeats the previous chunk's last sentence(s) up to that many tokens.
+    """
+    if max_tokens < 16:
+        raise ValueError("max_tokens must be at least 16")
+    packed: list[tuple[str, str]] = []
+    for section, paragraph in _paragraphs(doc.text):
+        for piece in _split_long(paragraph, max_tokens) if _budget_tokens(paragraph) > max_tokens else [paragraph]:
+            if packed and packed[-1][0] == section:
+                joined = f"{packed[-1][1]}{PARAGRAPH_BREAK}{piece}"
+                if _budget_tokens(joined) <= max_tokens:
+                    packed[-1] = (section, joined)
+                    continue
+            packed.append((section, piece))
+    chunks: list[Chunk] = []
+    previous = ""
+    for position, (section, text) in enumerate(packed):
+        body = text
+        if overlap_tokens and previous:
+            tail = _SENTENCE.split(previous)[-1]
+            if _budget_tokens(tail) <= overlap_tokens:
+                body = f"{tail}{PARAGRAPH_BREAK}{text}"
+        previous = text
+        chunks.append(
+            Chunk(
+                chunk_id=chunk_id_for(doc.doc_id, position, body),
+                doc_id=doc.doc_id,
+                title=doc.title,
+                section=section,
+                url=doc.url,
+                position=position,
+                text=body,
+                metadata=dict(doc.metadata),
+            )
+        )
+    return chunks

@@ -1,0 +1,266 @@
+"""Read documents from .jsonl, .md, .txt, .html and .pdf files and folders; bad files are reported by name."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SUPPORTED = (".jsonl", ".md", ".markdown", ".txt", ".html", ".htm", ".pdf")
+RESERVED = {"doc_id", "title", "text", "url"}
+Scalar = str | int | float | bool
+MiB = 2**20
+# A file holding one document (.md, .txt, .html, .pdf), or one line of a .jsonl, larger than this is refused with
+# one line saying so: a 50 MB text file took 150 s and 1.8 GB to index. A .jsonl is read line by line, so its size
+# is not limited (a corpus of many documents), only each record's.
+MAX_FILE_BYTES = 16 * MiB
+LARGE_FILE_BYTES = 2 * MiB  # from this size on, reading a file says so on the progress callback
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """How large a document may be, and where to tell that a large file is being read (None: nowhere)."""
+
+    max_file_bytes: int = MAX_FILE_BYTES
+    on_progress: Progress | None = None
+
+    def too_large(self, size: int, what: str = "the file") -> str | None:
+        if self.max_file_bytes and size > self.max_file_bytes:
+            return (
+                f"{what} is {size / MiB:.1f} MB, over the {self.max_file_bytes / MiB:g} MB limit per document "
+                "(--max-file-mb); split it or raise the limit"
+            )
+        return None
+
+    def reading(self, path: Path, size: int) -> None:
+        if self.on_progress is not None and size >= LARGE_FILE_BYTES:
+            self.on_progress(f"reading {path} ({size / MiB:.1f} MB)")
+
+
+@dataclass
+class Document:
+    doc_id: str
+    title: str
+    text: str
+    url: str = ""
+    metadata: dict[str, Scalar] = field(default_factory=dict)
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class LoadError:
+    """A file (or a line of one) that could not be read, and why."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+def _scalar_metadata(raw: dict[str, Any], where: str) -> dict[str, Scalar]:
+    """Metadata must be scalar to be filterable; lists of scalars are joined with ','."""
+    out: dict[str, Scalar] = {}
+    for key, value in raw.items():
+        if key in RESERVED or value is None:
+            continue
+        if isinstance(value, (str, int, float, bool)):
+            out[key] = value
+        elif isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
+            out[key] = ",".join(str(v) for v in value)
+        else:
+            raise ValueError(f"{where}: metadata field {key!r} must be a string, number, boolean or list of them")
+    return out
+
+
+def _looks_binary(data: bytes) -> bool:
+    return b"\x00" in data[:8192]
+
+
+def _read_text(path: Path) -> str:
+    data = path.read_bytes()
+    if not data.strip():
+        raise ValueError("the file is empty")
+    if _looks_binary(data):
+        raise ValueError("the file is binary, not text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+
+
+def _jsonl_lines(path: Path, limits: ReadLimits) -> Iterator[tuple[int, str | ValueError]]:
+    """(line number, text) of each non-blank line, read one at a time (bounded memory), or the line's error."""
+    with path.open("rb") as handle:
+        head = handle.read(8192)
+        if not head.strip():
+            raise ValueError("the file is empty")
+        if _looks_binary(head):
+            raise ValueError("the file is binary, not text")
+        handle.seek(0)
+        size, read, told = path.stat().st_size, 0, 0
+        for number, raw in enumerate(handle, start=1):
+            read += len(raw)
+            if size >= LARGE_FILE_BYTES and read - told >= LARGE_FILE_BYTES and limits.on_progress is not None:
+                told = read
+                limits.on_progress(f"reading {path}: {read / MiB:.0f} of {size / MiB:.0f} MB")
+            problem = limits.too_large(len(raw), "the line")
+            if problem:
+                yield number, ValueError(problem)
+                continue
+            if not raw.strip():
+                continue
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield number, ValueError(f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line)")
+
+
+def _load_jsonl(path: Path, errors: list[LoadError], limits: ReadLimits | None = None) -> Iterator[Document]:
+    for number, line in _jsonl_lines(path, limits or ReadLimits()):
+        where = f"{path}:{number}"
+        if isinstance(line, ValueError):
+            errors.append(LoadError(where, str(line)))
+            continue
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict):
+                raise ValueError("the line is not a JSON object")
+            missing = [k for k in ("doc_id", "text") if not str(record.get(k, "")).strip()]
+            if missing:
+                raise ValueError(f"missing or empty {', '.join(missing)}")
+            yield Document(
+                doc_id=str(record["doc_id"]),
+                title=str(record.get("title") or record["doc_id"]),
+                text=str(record["text"]),
+                url=str(record.get("url") or ""),
+                metadata=_scalar_metadata(record, where),
+                source=str(path),
+            )
+        except json.JSONDecodeError as exc:
+            errors.append(LoadError(where, f"malformed JSON: {exc.msg}"))
+        except ValueError as exc:
+            errors.append(LoadError(where, str(exc)))
+
+
+def _title_from_markdown(text: str, fallback: str) -> str:
+    for line in text.splitlines():
+        if line.startswith("#"):
+            return line.lstrip("#").strip() or fallback
+    return fallback
+
+
+# Elements that start a block of text. A string belongs to its nearest block ancestor only, so nested
+# blocks (`<li><p>X</p></li>`, a list inside a list item, a table inside a div) yield each text once.
+# A walker over BeautifulSoup (already a dependency) rather than a text-extraction library such as html-text:
+# the chunker needs headings marked as sections ('# '), and plain-text extractors drop that mark.
+_BLOCKS = frozenset(
+    {"h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "td", "th", "pre", "blockquote", "dt", "dd", "caption"}
+    | {"figcaption", "div", "section", "article", "main", "header", "aside", "body", "html", "table", "tr"}
+    | {"ul", "ol", "dl", "form", "address", "details", "summary"}
+)
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+def html_text(markup: str, fallback_title: str = "") -> tuple[str, str]:
+    """(title, text) of an HTML page: one paragraph per block of text, headings as markdown '# '."""
+    from bs4 import BeautifulSoup, NavigableString
+    from reground.tools.text.hidden import strip_hidden
+
+    soup = BeautifulSoup(strip_hidden(markup), "html.parser")  # text a reader does not see is not content
+    for tag in soup(["script", "style", "nav", "footer", "noscript", "template"]):
+        tag.decompose()
+    title = soup.title.get_text(strip=True) if soup.title else ""
+    segments: list[tuple[Any, list[str]]] = []
+    for string in soup.find_all(string=True):
+        if type(string) is not NavigableString or not string.strip():
+            continue  # comments, doctypes, CDATA; whitespace between tags
+        if any(parent.name in ("head", "title") for parent in string.parents):
+            continue
+        block = next((parent for parent in string.parents if parent.name in _BLOCKS), None)
+        if segments and segments[-1][0] is block:
+            segments[-1][1].append(string.strip())
+        else:
+            segments.append((block, [string.strip()]))
+    blocks = []
+    for block, strings in segments:
+        text = " ".join(" ".join(strings).split())
+        name = getattr(block, "name", "")
+        blocks.append("# " + text if name in _HEADINGS else text)
+    return title or fallback_title, "\n\n".join(blocks)
+
+
+def _load_html(path: Path) -> tuple[str, str]:
+    return html_text(_read_text(path), path.stem)
+
+
+def _load_pdf(path: Path) -> tuple[str, str]:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(str(path))
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except (PdfReadError, ValueError, OSError) as exc:
+        raise ValueError(f"not a readable PDF ({exc})") from exc
+    metadata = reader.metadata
+    title = str((metadata.get("/Title") if metadata is not None else None) or path.stem)
+    return title, "\n\n".join(p.strip() for p in pages if p.strip())
+
+
+def _load_file(path: Path, root: Path, errors: list[LoadError], limits: ReadLimits | None = None) -> Iterator[Document]:
+    limits = limits or ReadLimits()
+    suffix = path.suffix.lower()
+    doc_id = str(path.relative_to(root)) if root != path else path.name
+    try:
+        size = path.stat().st_size
+        limits.reading(path, size)
+        if suffix == ".jsonl":
+            yield from _load_jsonl(path, errors, limits)
+            return
+        problem = limits.too_large(size) if suffix in SUPPORTED else None
+        if problem:
+            raise ValueError(problem)
+        if suffix in (".md", ".markdown", ".txt"):
+            text = _read_text(path)
+            title = _title_from_markdown(text, path.stem) if suffix != ".txt" else path.stem
+        elif suffix in (".html", ".htm"):
+            title, text = _load_html(path)
+        elif suffix == ".pdf":
+            title, text = _load_pdf(path)
+        else:
+            errors.append(LoadError(str(path), f"unsupported file type {suffix or '(none)'}; use one of {SUPPORTED}"))
+            return
+        if not text.strip():
+            raise ValueError("no text could be extracted")
+        yield Document(doc_id=doc_id, title=title, text=text, source=str(path))
+    except PermissionError:
+        errors.append(LoadError(str(path), "permission denied"))
+    except (OSError, ValueError) as exc:
+        errors.append(LoadError(str(path), str(exc)))
+
+
+def load_paths(
+    paths: Sequence[str | Path], *, max_file_bytes: int = MAX_FILE_BYTES, on_progress: Progress | None = None
+) -> tuple[list[Document], list[LoadError]]:
+    """Every document under the paths, plus an error per file (or line) that could not be read.
+
+    `max_file_bytes`: the largest document file (or .jsonl line) read (0: no limit); `on_progress` hears about
+    large files as they are read.
+    """
+    limits = ReadLimits(max_file_bytes, on_progress)
+    documents: list[Document] = []
+    errors: list[LoadError] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            errors.append(LoadError(str(path), "no such file or directory"))
+        elif path.is_dir():
+            for file in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
+                documents.extend(_load_file(file, path, errors, limits))
+        else:
+            documents.extend(_load_file(path, path, errors, limits))
+    return documents, errors

@@ -1,0 +1,55 @@
+"""The one sentence split (evidence, ingest's sentence vectors, reply checks) and the one citation mark, "[n]".
+
+Chunking packs a long paragraph by its own split (a sentence must start with a capital there, so "e.g. the" stays
+whole in a chunk) and the injection rules read hidden and split text with theirs; everything that compares a reply
+with passage sentences uses this one.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A sentence ends at its punctuation or at a blank line (a paragraph's end); a single line break does not end one:
+# a heading line without punctuation ranks with the sentence it introduces (`reply_text` leaves it out of replies).
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+MIN_SENTENCE_WORDS = 3  # shorter pieces ("Yes.", "See below.") are not evidence
+CITATION = re.compile(r"\s*\[(\d{1,2})\]")  # a citation mark and the space before it; group 1: the number
+
+
+def normalised(text: str) -> str:
+    """Whitespace collapsed within each line; line breaks kept (they mark headings)."""
+    return "\n".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
+
+
+def sentence_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, sentence) of every sentence of at least three words: the one sentence split of evidence, used
+    at ingest (sentence vectors kept per chunk) and at query time alike; `sentence` is whitespace-normalised
+    within its lines."""
+    out: list[tuple[int, int, str]] = []
+    start = 0
+    for separator in [*SENTENCE_END.finditer(text), None]:
+        end = separator.start() if separator is not None else len(text)
+        sentence = normalised(text[start:end])
+        if len(sentence.split()) >= MIN_SENTENCE_WORDS:
+            out.append((start, end, sentence))
+        if separator is not None:
+            start = separator.end()
+    return out
+
+
+def text_sentences(text: str) -> list[str]:
+    return [sentence for _, _, sentence in sentence_spans(text)]
+
+
+def sentence_parts(text: str) -> list[str]:
+    """Every sentence of `text` on one line, short ones included (a reply's sentence cap counts them all)."""
+    return [p.strip() for p in SENTENCE_END.split(" ".join(text.split())) if p.strip()]
+
+
+def strip_citations(text: str) -> str:
+    return " ".join(CITATION.sub("", text).split())
+
+
+def cited_numbers(text: str) -> set[int]:
+    """The passage numbers a reply cites ("[2]" -> 2)."""
+    return {int(n) for n in CITATION.findall(text)}

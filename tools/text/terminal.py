@@ -1,0 +1,69 @@
+"""Text that is safe to store and to print on a terminal: no control characters, no ANSI or OSC escape sequences.
+
+A document holding ESC[2J clears the reader's screen when a reply quotes it; OSC 0 retitles the window; OSC 8 turns
+text into a hyperlink to wherever the document's author wants. Documents are stripped of all of these at ingest
+(`tools.stores.ingest` counts what it removed per document) and the CLI strips whatever it prints (`reground.cli`), so a
+collection written before this existed cannot reach the terminal either. Newlines and tabs are kept; a carriage
+return becomes a newline (CR LF one newline).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TextIO
+
+# 7-bit and 8-bit forms: CSI (ESC [ or 0x9b) ... final byte; OSC (ESC ] or 0x9d) ... BEL or ST; DCS, SOS, PM, APC
+# (ESC P/X/^/_ or 0x90/0x98/0x9e/0x9f) ... ST; any other ESC + one character; then single control characters.
+# An unterminated OSC/DCS ends at a newline: a terminal would swallow more, a reader must not lose the document.
+_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x9d\x90\x98\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -~]?"
+    r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
+)
+_NEWLINES = re.compile(r"\r\n?")
+
+
+def strip_terminal_controls(text: str) -> tuple[str, int]:
+    """(`text` without control characters and escape sequences, how many were removed); keeps \\n and \\t."""
+    text = _NEWLINES.sub("\n", text)
+    removed = 0
+
+    def drop(_match: re.Match[str]) -> str:
+        nonlocal removed
+        removed += 1
+        return ""
+
+    return _SEQUENCE.sub(drop, text), removed
+
+
+def terminal_safe(text: str) -> str:
+    """`text` as it may be printed: control characters and escape sequences removed."""
+    return strip_terminal_controls(text)[0]
+
+
+class SafeStream:
+    """A text stream that strips control characters and escape sequences from everything written to it.
+
+    `keep_cr`: let carriage returns through (stderr, where tqdm redraws its progress bar with them).
+    """
+
+    def __init__(self, stream: TextIO, *, keep_cr: bool = False) -> None:
+        self._stream = stream
+        self._keep_cr = keep_cr
+
+    def write(self, text: str) -> int:
+        if self._keep_cr and "\r" in text:
+            safe = "\r".join(_SEQUENCE.sub("", part) for part in text.split("\r"))
+        else:
+            safe = terminal_safe(text)
+        self._stream.write(safe)
+        return len(text)
+
+    def writelines(self, lines: list[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> object:
+        """flush, fileno, isatty, encoding, buffer ...: the wrapped stream's."""
+        return getattr(self._stream, name)
