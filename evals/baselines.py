@@ -133,9 +133,9 @@ def baseline_relevance(
     answer: str, question: str, turns: Sequence[Mapping[str, str]], passages: Sequence[Passage], embed: Any
 ) -> float:
     """The graph's answer-relevance signal (tools/signals/evidence.py) for a baseline's answer, LLM-free."""
-    from reground.tools.signals.evidence import previous_reply, relevance_parts, turn_evidence
+    from reground.tools.signals.evidence import previous_reply, relevance_parts, turn_evidence_vectors
 
-    evidence = turn_evidence(question, turns, passages, embed)
+    evidence = turn_evidence_vectors(question, turns, passages, embed)[0]
     return relevance_parts(answer, evidence, previous_reply(turns))["relevance"]
 
 

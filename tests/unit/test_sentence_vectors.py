@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from reground.tools.adapters.embeddings import MINILM_SPEC, load_embedder
 from reground.tools.retrieval.search import HybridRetriever, RetrievalQuery
-from reground.tools.signals.evidence import rank_evidence, turn_evidence
+from reground.tools.signals.evidence import rank_evidence, turn_evidence_vectors
 from reground.tools.stores.ingest import ingest_documents
 from reground.tools.stores.store import EmbeddingMismatchError, PassageStore
 from reground.tools.text.loaders import Document
@@ -92,7 +92,7 @@ def test_a_turns_evidence_embeds_the_question_only(store: PassageStore) -> None:
     passages = passages_for(store, question)
     counter: CountingEmbedder = store.embedder  # type: ignore[assignment]
     counter.texts.clear()
-    evidence = turn_evidence(question, [], passages, retriever.embed)
+    evidence = turn_evidence_vectors(question, [], passages, retriever.embed)[0]
     assert counter.texts == [question] or counter.texts == []  # the question (unless retrieval embedded it already)
     assert evidence[0].text == "Full-time employees get thirty days of paid annual leave."
     # The same ranking as with the kept vectors passed explicitly; sentences nobody kept are embedded instead.
@@ -101,7 +101,7 @@ def test_a_turns_evidence_embeds_the_question_only(store: PassageStore) -> None:
     assert [e.text for e in evidence] == [e.text for e in explicit]
     edited = [dict(passages[0], text=passages[0]["text"] + " Contact HR for details about it."), *passages[1:]]
     counter.texts.clear()
-    turn_evidence(question, [], edited, retriever.embed)  # type: ignore[arg-type]
+    turn_evidence_vectors(question, [], edited, retriever.embed)  # type: ignore[arg-type]
     assert sorted(counter.texts) == sorted(text_sentences(edited[0]["text"]))
 
 

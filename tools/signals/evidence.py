@@ -245,19 +245,6 @@ def best_sentence_cosines(
     return [float(np.max(np.asarray(r) @ question_vector)) if r else 0.0 for r in rows]
 
 
-def turn_evidence(
-    question: str,
-    history: Sequence[Mapping[str, str]],
-    passages: Sequence[Passage],
-    embed: Callable[[Sequence[str]], np.ndarray],
-    *,
-    rewritten: bool = False,
-    dense_weight: float = 1.0,
-) -> list[Evidence]:
-    """The passage sentences closest to a turn's question, best first (`turn_evidence_vectors` without vectors)."""
-    return turn_evidence_vectors(question, history, passages, embed, rewritten=rewritten, dense_weight=dense_weight)[0]
-
-
 def turn_evidence_vectors(
     question: str,
     history: Sequence[Mapping[str, str]],
