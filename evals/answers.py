@@ -39,20 +39,21 @@ from reground.tools.signals.scoring import k_precision, rouge_l, token_f1, token
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-# The full graph and its ablations: Context overrides (fields of reground.nodes.context.Context).
+# The full graph and its ablations: Context overrides (fields of reground.nodes.context.Context; a group's field
+# by its dotted name).
 GRAPH_SYSTEMS: dict[str, dict[str, Any]] = {
     "reground": {},
     "reground-no_refiner": {"use_question_refiner": False},
-    "reground-no_keywords": {"keyword_method": "off", "use_paragraph_scoring": False},
+    "reground-no_keywords": {"keyword_method": "off", "budgets.use_paragraph_scoring": False},
     "reground-no_rerank": {"rerank_method": "off"},
     "reground-paragraph": {"answer_length": "paragraph"},  # up to 3 evidence sentences from any passage
     "reground-write": {"answer_style": "write"},  # the chat model writes the reply (extract is the default)
-    "reground-llm_self_check": {"answer_style": "write", "use_self_check": True},
+    "reground-llm_self_check": {"answer_style": "write", "evidence.use_self_check": True},
     # never abstains early, hedges nor asks back
     "reground-no_triage": {
-        "support_threshold": 0.0,
-        "judge_hedge_threshold": 0.0,
-        "judge_answer_threshold": 0.0,
+        "triage.support_threshold": 0.0,
+        "triage.judge_hedge_threshold": 0.0,
+        "triage.judge_answer_threshold": 0.0,
         "use_clarify": False,
     },
     "reground-no_judge": {"use_trained_judge": False},  # the hand-made evidence score and support threshold decide
@@ -65,6 +66,7 @@ JUDGES = ("hallucination", "geval", "rubric", "pairwise")
 TOP_K = 3
 SCOPE_FIELD = "collection"  # a case naming its collection retrieves only from it
 DEFAULT_RELEVANCE_THRESHOLD = 0.5  # when the run's config names no relevance_threshold
+RELEVANCE_FIELD = "refinement.relevance_threshold"  # the Context field the graph judges relevance by
 JUDGE_MAX_TOKENS = 320  # room for a few sentences of reasoning before the verdict line
 
 CaseRunner = Callable[[Case], dict[str, Any]]
@@ -529,9 +531,11 @@ def run_pairwise(
 
 
 def relevance_threshold_of(config: Mapping[str, Any]) -> tuple[float, str]:
-    """(threshold, source) the graph judged relevance by: a `--set relevance_threshold=` override,
-    else the Context default recorded when the run started, else DEFAULT_RELEVANCE_THRESHOLD."""
-    override = (config.get("context_overrides") or {}).get("relevance_threshold")
+    """(threshold, source) the graph judged relevance by: a `--set refinement.relevance_threshold=` override
+    (`relevance_threshold=` in runs written before the Context's groups), else the Context default recorded when the
+    run started, else DEFAULT_RELEVANCE_THRESHOLD."""
+    overrides = config.get("context_overrides") or {}
+    override = overrides.get(RELEVANCE_FIELD, overrides.get("relevance_threshold"))
     if override is not None:
         return float(override), "context override"
     if config.get("context_relevance_threshold") is not None:
@@ -540,11 +544,16 @@ def relevance_threshold_of(config: Mapping[str, Any]) -> tuple[float, str]:
 
 
 def _context_default(name: str) -> Any:
-    """A Context field's default, without building a Context (None if the field does not exist)."""
+    """A Context field's default (a group's field by its dotted name), without building a Context (None if the field
+    does not exist)."""
     from reground.nodes.context import Context
 
-    field = Context.model_fields.get(name)
-    return None if field is None else field.get_default(call_default_factory=True)
+    group, _, name_in_group = name.rpartition(".")
+    field = Context.model_fields.get(group or name)
+    if field is None:
+        return None
+    value = field.get_default(call_default_factory=True)
+    return getattr(value, name_in_group, None) if group else value
 
 
 def _rows_from_file(out_dir: Path, system: str, wanted: set[str]) -> list[dict[str, Any]]:
@@ -726,7 +735,7 @@ def run_answers_eval(
         "context_overrides": dict(context_overrides or {}),
     }
     if any(n in GRAPH_SYSTEMS for n in names):
-        config["context_relevance_threshold"] = _context_default("relevance_threshold")
+        config["context_relevance_threshold"] = _context_default(RELEVANCE_FIELD)
     _check_config(out, config)
 
     base_context: dict[str, Any] = {"chat_model": chat_model_spec, **dict(context_overrides or {})}

@@ -29,10 +29,9 @@ DEFAULT_OUT = REPO / "evals" / "results" / "server_bench.json"
 PROFILES: dict[str, dict[str, Any]] = {
     "default": {},
     "fast": {
-        "max_answer_tokens": 40,
-        "use_llm_groundedness_judge": False,
-        "use_self_check": False,
-        "max_reground_attempts": 0,
+        "models": {"max_answer_tokens": 40},
+        "groundedness": {"use_llm_groundedness_judge": False, "max_reground_attempts": 0},
+        "evidence": {"use_self_check": False},
         "use_principle_refinement": False,
     },
 }

@@ -85,7 +85,7 @@ def calibrated_support(rows: Sequence[Mapping[str, Any]], percentile: float = SU
     if not supports:
         raise CalibrationError(
             "no answerable cases with a support signal: run `reground eval answers --systems reground "
-            "--set support_threshold=0 ...` on cases with gold answers first"
+            "--set triage.support_threshold=0 ...` on cases with gold answers first"
         )
     threshold = float(np.percentile(supports, percentile))
     unanswerable = [float(r["signals"]["support"]) for r in scored if r.get("answerability") == "UNANSWERABLE"]

@@ -101,7 +101,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="first N cases with a gold answer")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument(
-        "--set", action="append", default=[], metavar="FIELD=JSON", help="a Context field for the graph (repeatable)"
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=JSON",
+        help="a Context field for the graph, GROUP.FIELD for a group's (repeatable): --set triage.reading_ratio=0.7",
     )
     args = parser.parse_args(argv)
     overrides = {}

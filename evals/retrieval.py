@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 from reground.evals.datasets import Case, load_cases, load_corpus
 from reground.evals.ranking import DEFAULT_KS, first_relevant_rank, metrics_from_ranks
 from reground.tools.retrieval.search import (
-    TRANSFORMS,
     HybridRetriever,
     RetrievalQuery,
     RetrievalSettings,
@@ -43,6 +42,7 @@ from reground.tools.retrieval.search import (
     sentence_rerank,
 )
 from reground.tools.signals.evidence import best_sentence_cosines
+from reground.tools.tuning.retrieval import TRANSFORMS
 
 if TYPE_CHECKING:
     from reground.tools.retrieval.search import SearchStore

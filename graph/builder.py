@@ -97,7 +97,7 @@ def route_after_triage(
         return "clarify"
     if decision == "abstain":
         context = runtime.context
-        limit = min(context.abstain_reground_attempts, context.max_reground_attempts)
+        limit = min(context.triage.abstain_reground_attempts, context.groundedness.max_reground_attempts)
         # Without a dialogue there is no other query to try: the question alone was already searched.
         if context.use_reground and state.get("history") and state.get("reground_attempts", 0) < limit:
             return "re_ground"
@@ -115,7 +115,11 @@ def route_after_check(
     ungrounded = draft["kind"] == "not_found" or (
         draft["kind"] == "answer" and draft["groundedness"] < context.resolved_groundedness_threshold()
     )
-    if ungrounded and context.use_reground and state.get("reground_attempts", 0) < context.max_reground_attempts:
+    if (
+        ungrounded
+        and context.use_reground
+        and state.get("reground_attempts", 0) < context.groundedness.max_reground_attempts
+    ):
         return "re_ground"
     if (
         not ungrounded
@@ -123,13 +127,13 @@ def route_after_check(
         and context.answer_style == "write"  # ProMiSe refines written replies; an extracted one is the documents'
         and not state.get("quoted", False)
         and context.use_principle_refinement
-        and state.get("refine_iterations", 0) < context.max_refine_iterations
+        and state.get("refine_iterations", 0) < context.refinement.max_refine_iterations
         and failing_principles(draft, thresholds_of(context))
     ):
         return "refine"
     if (
         context.answer_style == "write"
-        and context.quote_when_unchecked
+        and context.refinement.quote_when_unchecked
         and not state.get("quoted", False)
         and state.get("decision", "answer") == "answer"
         and draft["kind"] in ("answer", "partial")

@@ -105,7 +105,7 @@ def evidence_helpful(evidence: Sequence[Evidence], limit: int) -> list[int]:
 
 def answer_task(state: State, env: NodeEnv, evidence: Sequence[Evidence]) -> str:
     context = env.context
-    shown = shown_evidence(evidence, context.answer_evidence)
+    shown = shown_evidence(evidence, context.evidence.answer_evidence)
     hint = (
         answer_prompts.EVIDENCE.format(
             sentences="\n".join(f'[{e.passage}] "{" ".join(e.text.split())}"' for e in shown)
@@ -113,7 +113,7 @@ def answer_task(state: State, env: NodeEnv, evidence: Sequence[Evidence]) -> str
         if shown
         else ""
     )
-    task = answer_prompts.TASK_WITH_SELF_CHECK if context.use_self_check else context.answer_prompt
+    task = answer_prompts.TASK_WITH_SELF_CHECK if context.evidence.use_self_check else context.prompts.answer_prompt
     return task.format(question=question_of(state), evidence=hint, escalation=context.escalation)
 
 
@@ -121,15 +121,15 @@ def answer_sample(messages: Sequence[Any], env: NodeEnv, temperature: float) -> 
     """One answer sample: plain text, or with `use_self_check` the JSON reply carrying the model's verdicts."""
     context = env.context
     model = env.services.chat(context, "answer", temperature=temperature)
-    if not context.use_self_check:
-        return call_text(model, messages, env.stats, tags=["answer"], max_tokens=context.max_answer_tokens), None
+    if not context.evidence.use_self_check:
+        return call_text(model, messages, env.stats, tags=["answer"], max_tokens=context.models.max_answer_tokens), None
     reply, _ = call_json(
         model,
         messages,
         AnswerReply,
         env.stats,
         tags=["answer"],
-        max_tokens=context.max_answer_tokens + JSON_OVERHEAD_TOKENS,
+        max_tokens=context.models.max_answer_tokens + JSON_OVERHEAD_TOKENS,
     )
     return reply.answer, list(reply.helpful)
 
@@ -148,7 +148,7 @@ def with_gap(text: str, state: State, env: NodeEnv) -> tuple[str, str]:
     """(reply, kind): a reply to a question the passages only partly cover says what they do not mention."""
     covered = state.get("signals", {}).get("coverage", 1.0)
     missing = state.get("missing", [])
-    if env.context.partial_coverage <= 0 or covered >= env.context.partial_coverage or not missing:
+    if env.context.triage.partial_coverage <= 0 or covered >= env.context.triage.partial_coverage or not missing:
         return text, "answer"
     gap = answer_prompts.PARTIAL.format(missing=", ".join(f"'{w}'" for w in missing[:3]))
     return f"{text} {gap}", "partial"
@@ -192,14 +192,14 @@ def answer(state: State, env: NodeEnv) -> dict[str, Any]:
     verdicts: list[list[int]] = []
     # Sequential on purpose: a local llama.cpp server has one slot and its prefix cache serves
     # every sample after the first.
-    for sample in range(context.n_samples):
-        temperature = context.temperature if sample == 0 else context.sample_temperature
+    for sample in range(context.models.n_samples):
+        temperature = context.models.temperature if sample == 0 else context.models.sample_temperature
         try:
             reply, helpful = answer_sample(messages, env, temperature)
         except LLMReplyError as exc:
             env.stats.notes.append(f"answer sample {sample + 1} unusable ({exc})")
             continue
-        text = cap_sentences(reply, context.max_answer_sentences)
+        text = cap_sentences(reply, context.evidence.max_answer_sentences)
         if len(strip_citations(text).split()) < 2:
             env.stats.notes.append(f"answer sample {sample + 1} was empty")
             continue
@@ -209,7 +209,7 @@ def answer(state: State, env: NodeEnv) -> dict[str, Any]:
             text, kind = with_gap(text, state, env)
             drafts.append(make_draft(text, passages, state, evidence, kind=kind))
         if helpful is None:
-            helpful = evidence_helpful(evidence, context.answer_evidence)
+            helpful = evidence_helpful(evidence, context.evidence.answer_evidence)
         verdicts.append([n for n in helpful if 1 <= n <= len(passages)])
     if not drafts:
         env.stats.notes.append("no usable answer sample")
@@ -219,7 +219,7 @@ def answer(state: State, env: NodeEnv) -> dict[str, Any]:
             "draft_checked": False,
         }
     best = majority_best([d["principle_scores"] for d in drafts])
-    source = "judged in the answer call" if context.use_self_check else "holds an evidence sentence"
+    source = "judged in the answer call" if context.evidence.use_self_check else "holds an evidence sentence"
     judgements = judgements_from(passages, verdicts[best] or None, source)
     return {"judgements": judgements, "draft": drafts[best], "draft_checked": False}
 

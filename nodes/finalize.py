@@ -25,7 +25,7 @@ def passes_checks(draft: Draft, context: Context) -> bool:
     """Grounded in the passages and an answer to this question: what a drafted reply needs to be said."""
     return (
         draft["groundedness"] >= context.resolved_groundedness_threshold()
-        and draft.get("relevance", 1.0) >= context.relevance_threshold
+        and draft.get("relevance", 1.0) >= context.refinement.relevance_threshold
     )
 
 
@@ -63,7 +63,7 @@ def outcome(draft: Draft | None, state: State, context: Context) -> tuple[str, b
         # Grounded, but in a passage that answers another question: never passed off as the answer.
         reason = (
             f"answer does not address the question: relevance {draft.get('relevance', 0.0):.2f} < threshold "
-            f"{context.relevance_threshold:.2f} after {state.get('refine_iterations', 0)} refinement(s)"
+            f"{context.refinement.relevance_threshold:.2f} after {state.get('refine_iterations', 0)} refinement(s)"
         )
         return not_found, False, reason
     reason = (

@@ -34,14 +34,15 @@ class GroundednessVerdict(BaseModel):
 def embedding_support(answer: str, passage_vectors: np.ndarray, env: NodeEnv) -> float:
     """Mean over answer sentences of how closely the best passage restates it, scaled to [0, 1].
 
-    MiniLM cosine: below context.support_low nothing in the passages says it, above support_high it is restated.
+    MiniLM cosine: below context.groundedness.support_low nothing in the passages says it, above support_high it is
+    restated.
     """
     parts = sentences(answer)
     if not parts or passage_vectors.size == 0:
         return 0.0
     vectors = env.services.embeddings(env.context).embed(parts)
     best = (vectors @ passage_vectors.T).max(axis=1)
-    low, high = env.context.support_low, env.context.support_high
+    low, high = env.context.groundedness.support_low, env.context.groundedness.support_high
     scaled = np.clip((best - low) / (high - low), 0.0, 1.0)
     return float(scaled.mean())
 
@@ -97,7 +98,9 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
             ),
             "draft_checked": True,
         }
-    echoed = prompt_echo(draft["text"], [answer_prompts.SHARED_PREFIX, context.answer_prompt, answer_prompts.EVIDENCE])
+    echoed = prompt_echo(
+        draft["text"], [answer_prompts.SHARED_PREFIX, context.prompts.answer_prompt, answer_prompts.EVIDENCE]
+    )
     if echoed and not quoted_verbatim(draft["text"], texts):
         claim = f"the reply repeats the prompt's own words ('{echoed}')"
         env.stats.notes.append(f"groundedness 0.00: {claim}")
@@ -127,19 +130,19 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
         "rouge_l_precision": rouge_l(draft["text"], knowledge).precision,
         "embedding_support": embedding_support(draft["text"], vectors, env),
     }
-    weights = dict(context.groundedness_weights)
+    weights = dict(context.groundedness.weights)
     threshold = context.resolved_groundedness_threshold()
     cheap = weighted_score(parts, weights)
     unsupported: list[str] = []
-    if context.use_llm_groundedness_judge and abs(cheap - threshold) > context.llm_judge_band:
+    if context.groundedness.use_llm_groundedness_judge and abs(cheap - threshold) > context.groundedness.llm_judge_band:
         env.stats.notes.append(f"groundedness judge skipped: cheap signals {cheap:.2f} far from {threshold:.2f}")
-    elif context.use_llm_groundedness_judge:
+    elif context.groundedness.use_llm_groundedness_judge:
         model = env.services.chat(context, "judge")
         messages = grounded_messages(
             passages,
             state.get("history", []),
             state["question"],
-            context.groundedness_prompt.format(answer=draft["text"]),
+            context.prompts.groundedness_prompt.format(answer=draft["text"]),
         )
         try:
             verdict, _ = call_json(
@@ -148,7 +151,7 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
                 GroundednessVerdict,
                 env.stats,
                 tags=["check_groundedness"],
-                max_tokens=context.judge_max_tokens,
+                max_tokens=context.models.judge_max_tokens,
             )
             unsupported = [c.strip() for c in verdict.unsupported_claims if c.strip()]
             claims = max(1, len(sentences(draft["text"])))

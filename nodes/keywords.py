@@ -42,14 +42,19 @@ def extract_keywords(state: State, env: NodeEnv) -> dict[str, Any]:
     env.progress("extract_keywords", "extracting keywords")
     model = env.services.chat(env.context, "refiner")
     messages = [
-        SystemMessage(env.context.keywords_prompt),
+        SystemMessage(env.context.prompts.keywords_prompt),
         HumanMessage(
             prompts.USER.format(history=format_history(history[-4:]), question=question, standalone=standalone)
         ),
     ]
     try:
         reply, _ = call_json(
-            model, messages, Keywords, env.stats, tags=["extract_keywords"], max_tokens=env.context.keywords_max_tokens
+            model,
+            messages,
+            Keywords,
+            env.stats,
+            tags=["extract_keywords"],
+            max_tokens=env.context.models.keywords_max_tokens,
         )
         return {"keywords": reply.keywords}
     except LLMReplyError as exc:

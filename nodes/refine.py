@@ -33,9 +33,9 @@ def failing_principles(draft: Draft, thresholds: dict[str, float]) -> list[str]:
 
 def thresholds_of(c: Context) -> dict[str, float]:
     return {
-        "specificity": c.specificity_threshold,
-        "faithfulness": c.faithfulness_threshold,
-        "relevance": c.relevance_threshold,
+        "specificity": c.refinement.specificity_threshold,
+        "faithfulness": c.refinement.faithfulness_threshold,
+        "relevance": c.refinement.relevance_threshold,
     }
 
 
@@ -49,12 +49,12 @@ def refine(state: State, env: NodeEnv) -> dict[str, Any]:
     evidence = evidence_of(state)
     # One candidate per failing principle; sequential so the local server's prefix cache serves them.
     for principle in failing:
-        if principle == "relevance" and context.relevance_refinement == "extractive":
+        if principle == "relevance" and context.refinement.relevance_refinement == "extractive":
             text, _ = extracted_sentences(evidence, context.answer_length)
             if text:
                 candidates.append(make_draft(text, passages, state, evidence))
             continue
-        task = context.refine_prompts[principle].format(answer=current["text"], question=question_of(state))
+        task = context.prompts.refine_prompts[principle].format(answer=current["text"], question=question_of(state))
         model = env.services.chat(context, "answer")
         try:
             reply, _ = call_json(
@@ -63,11 +63,11 @@ def refine(state: State, env: NodeEnv) -> dict[str, Any]:
                 RefinedAnswer,
                 env.stats,
                 tags=["refine", principle],
-                max_tokens=context.max_answer_tokens + JSON_OVERHEAD_TOKENS,
+                max_tokens=context.models.max_answer_tokens + JSON_OVERHEAD_TOKENS,
             )
         except LLMReplyError:
             continue
-        text = cap_sentences(reply.answer, context.max_answer_sentences)
+        text = cap_sentences(reply.answer, context.evidence.max_answer_sentences)
         if len(text.split()) >= 2:
             candidates.append(make_draft(text, passages, state, evidence))
     iteration = state.get("refine_iterations", 0) + 1
@@ -78,10 +78,12 @@ def refine(state: State, env: NodeEnv) -> dict[str, Any]:
     if not failing_principles(best, thresholds_of(context)):
         env.stats.notes.append("refined answer clears every threshold; answer replaced")
         return {"refine_iterations": iteration, "draft": best, "draft_checked": False}
-    gain = weighted_improvement(best["principle_scores"], current["principle_scores"], context.principle_weights)
-    if gain <= context.improvement_lambda:
+    gain = weighted_improvement(
+        best["principle_scores"], current["principle_scores"], context.refinement.principle_weights
+    )
+    if gain <= context.refinement.improvement_lambda:
         env.stats.notes.append(
-            f"refinement gain {gain:.2f} <= lambda {context.improvement_lambda}; kept the old answer"
+            f"refinement gain {gain:.2f} <= lambda {context.refinement.improvement_lambda}; kept the old answer"
         )
         return {"refine_iterations": iteration}
     env.stats.notes.append(f"refinement gain {gain:.2f} > lambda; answer replaced")

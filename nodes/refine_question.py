@@ -57,7 +57,7 @@ def ranking_margin(question: str, history: list[dict[str, str]], env: NodeEnv) -
     """How far the history-aware ranking's top document leads the second: (s1 - s2) / s1, in [0, 1]."""
     context = env.context
     query = RetrievalQuery(
-        question=question, history_query=history_query(question, history, context.history_token_budget)
+        question=question, history_query=history_query(question, history, context.budgets.history_token_budget)
     )
     ranked = env.services.retriever(context).rank_documents(query, where=context.metadata_filter or None, k=2)
     if not ranked or ranked[0][1] <= 0:
@@ -81,20 +81,25 @@ def refine_question(state: State, env: NodeEnv) -> dict[str, Any]:
         return {"standalone_question": resolved, "retrieval_query": resolved, "query_mode": "clarified"}
     if not env.context.use_question_refiner or not depends_on_dialogue(question, bool(history)):
         return {"standalone_question": question, "retrieval_query": question, "query_mode": "refined"}
-    if env.context.rewrite_below_margin < 1.0:
+    if env.context.refinement.rewrite_below_margin < 1.0:
         margin = ranking_margin(question, history, env)
-        if margin >= env.context.rewrite_below_margin:
+        if margin >= env.context.refinement.rewrite_below_margin:
             env.stats.notes.append(f"no rewrite: the history-aware ranking is confident (margin {margin:.2f})")
             return _question_with_history(question, history, env)
     env.progress("refine_question", "rewriting the follow-up with the conversation")
     model = env.services.chat(env.context, "refiner")
     messages = [
-        SystemMessage(env.context.refine_question_prompt),
+        SystemMessage(env.context.prompts.refine_question_prompt),
         HumanMessage(prompts.USER.format(history=format_history(history[-6:]), question=question)),
     ]
     try:
         reply, _ = call_json(
-            model, messages, Rewrite, env.stats, tags=["refine_question"], max_tokens=env.context.rewrite_max_tokens
+            model,
+            messages,
+            Rewrite,
+            env.stats,
+            tags=["refine_question"],
+            max_tokens=env.context.models.rewrite_max_tokens,
         )
         standalone = reply.question
     except LLMReplyError as exc:
@@ -108,5 +113,5 @@ def refine_question(state: State, env: NodeEnv) -> dict[str, Any]:
 
 def _question_with_history(question: str, history: list[dict[str, str]], env: NodeEnv) -> dict[str, Any]:
     """No usable rewrite: the answer sees the question as asked, retrieval the question + recent history."""
-    query = history_query(question, history, env.context.history_token_budget)
+    query = history_query(question, history, env.context.budgets.history_token_budget)
     return {"standalone_question": question, "retrieval_query": query, "query_mode": "history"}

@@ -20,7 +20,7 @@ def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
     attempt = state.get("reground_attempts", 0) + 1
     context = env.context
     question, history = state["question"], state.get("history", [])
-    forced = history_query(question, history, context.history_token_budget)
+    forced = history_query(question, history, context.budgets.history_token_budget)
     if attempt == 1 and history and state.get("decision") == "abstain" and stands_alone(question, history):
         # Nothing the conversation points to supports a question that reads on its own: the user may have changed
         # the subject ("How do I book a flight?" after parental leave). Search it as a topic of its own.
@@ -32,7 +32,7 @@ def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
     else:
         env.progress("re_ground", "rewriting the search query with the feedback")
         model = env.services.chat(context, "refiner")
-        prompt = context.reground_prompt.format(
+        prompt = context.prompts.reground_prompt.format(
             history=format_history(history[-6:]), question=question, previous_query=state.get("retrieval_query", "")
         )
         try:
@@ -42,13 +42,13 @@ def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
                 Rewrite,
                 env.stats,
                 tags=["re_ground"],
-                max_tokens=context.rewrite_max_tokens,
+                max_tokens=context.models.rewrite_max_tokens,
             )
             query = reply.question
             mode = "rewritten"
         except LLMReplyError as exc:
             env.stats.notes.append(f"query rewrite unusable ({exc}); widening the history instead")
-            query, mode = history_query(question, history, 3 * context.history_token_budget), "forced_history"
+            query, mode = history_query(question, history, 3 * context.budgets.history_token_budget), "forced_history"
     env.progress("re_ground", f"re-grounding (attempt {attempt})", query=query)
     keywords = lexical_keywords(query, question) if context.keyword_method != "off" else []
     update: dict[str, Any] = {"reground_attempts": attempt, "retrieval_query": query, "query_mode": mode}

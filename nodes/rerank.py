@@ -72,12 +72,12 @@ def _rerank(state: State, env: NodeEnv) -> dict[str, Any]:
     query = state.get("retrieval_query") or state["question"]
     if context.rerank_method == "http":
         env.progress("rerank", "reranking with the cross-encoder endpoint")
-        scores = rerank_over_http(context.rerank_url, query, [p["text"] for p in candidates])
+        scores = rerank_over_http(context.models.rerank_url, query, [p["text"] for p in candidates])
         return {"passages": _with_scores(candidates, dict(enumerate(scores, start=1)), n)}
     env.progress("rerank", "asking the LLM which passages are relevant")
     model = env.services.chat(context, "judge")
     messages = grounded_messages(
-        candidates, state.get("history", []), state["question"], context.rerank_prompt.format(question=query)
+        candidates, state.get("history", []), state["question"], context.prompts.rerank_prompt.format(question=query)
     )
     try:
         reply, _ = call_json(

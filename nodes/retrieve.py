@@ -25,7 +25,7 @@ def retrieve(state: State, env: NodeEnv) -> dict[str, Any]:
     query = conversation_query(
         question,
         history,
-        context.history_token_budget,
+        context.budgets.history_token_budget,
         search_question=query_text,
         keywords=state.get("keywords", []),
         expansions=expansions(query_text, state, env),
@@ -35,11 +35,13 @@ def retrieve(state: State, env: NodeEnv) -> dict[str, Any]:
     candidates = env.services.retriever(context).search(
         query,
         where=context.metadata_filter or None,
-        doc_k=context.doc_candidates,
-        paragraph_k=context.paragraph_candidates,
-        paragraph_scoring=context.use_paragraph_scoring,
+        doc_k=context.budgets.doc_candidates,
+        paragraph_k=context.budgets.paragraph_candidates,
+        paragraph_scoring=context.budgets.use_paragraph_scoring,
     )
-    judge = model_judge(env.services.chat(context, "judge"), env.stats) if context.injection_model_check else None
+    judge = (
+        model_judge(env.services.chat(context, "judge"), env.stats) if context.evidence.injection_model_check else None
+    )
     candidates, _ = guard_candidates(candidates, env.stats.notes, judge)
     env.stats.notes.append(f"{len(candidates)} candidates for {state.get('query_mode', 'refined')} query")
     return {"candidates": candidates}

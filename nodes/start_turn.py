@@ -56,16 +56,16 @@ def start_turn(state: State, env: NodeEnv) -> dict[str, Any]:
     if problem:
         notes.append(f"{problem}: not answered")
         question = ""  # routed straight to finalize, which answers like for an empty question
-    if question and count_tokens(question) > env.context.question_token_budget:
+    if question and count_tokens(question) > env.context.budgets.question_token_budget:
         original = count_tokens(question)
-        question = truncate_tokens(question, env.context.question_token_budget)
+        question = truncate_tokens(question, env.context.budgets.question_token_budget)
         notices.append(
-            f"your question was cut from {original} to its first {env.context.question_token_budget} tokens "
+            f"your question was cut from {original} to its first {env.context.budgets.question_token_budget} tokens "
             "(question_token_budget); ask a shorter question to have all of it considered"
         )
-        notes.append(f"question cut to {env.context.question_token_budget} tokens")
+        notes.append(f"question cut to {env.context.budgets.question_token_budget} tokens")
     kept: list[dict[str, str]] = []
-    cap = env.context.history_token_cap  # what any prompt of a turn carries of the dialogue at most
+    cap = env.context.budgets.history_token_cap  # what any prompt of a turn carries of the dialogue at most
     budget = cap
     for turn in reversed(history):
         cost = count_tokens(turn["text"])

@@ -36,12 +36,12 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         passages, reading = held, evidence_for(state, held, env)
         restored = {"passages": held}
     evidence = reading.evidence if reading else []
-    supported = support(evidence, context.evidence_dense_weight)
+    supported = support(evidence, context.evidence.dense_weight)
     covered, missing = (reading.coverage, list(reading.missing)) if reading else coverage(question_of(state), [])
     # A reply to the turn's own clarifying question is never asked back again.
     clarified = state.get("query_mode") == "clarified"
     references = [] if clarified else unresolved_references(state["question"], state.get("history", []))
-    found = readings(state.get("candidates", []), context.reading_ratio) if references else []
+    found = readings(state.get("candidates", []), context.triage.reading_ratio) if references else []
     signals = {
         "support": round(supported, 4),
         "coverage": round(covered, 4),
@@ -57,7 +57,7 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         "referent": "",
     }
     opening = len(state.get("history", [])) <= OPENING_MESSAGES
-    needed = context.clarify_min_readings_opening if opening else context.clarify_min_readings
+    needed = context.triage.clarify_min_readings_opening if opening else context.triage.clarify_min_readings
     if context.use_clarify and len(found) >= needed:
         env.stats.notes.append(
             f"ambiguous: {references[0]!r} fits {len(found)} documents ({', '.join(r.label for r in found)})"
@@ -90,15 +90,15 @@ def judged_decision(answerable: float, signals: dict[str, float], env: NodeEnv) 
     evals/results/judge/)."""
     context = env.context
     signals["answerable"] = round(answerable, 4)
-    signals["answer_threshold"] = context.judge_answer_threshold
-    signals["hedge_threshold"] = context.judge_hedge_threshold
-    if answerable < context.judge_hedge_threshold:
-        threshold = context.judge_hedge_threshold
+    signals["answer_threshold"] = context.triage.judge_answer_threshold
+    signals["hedge_threshold"] = context.triage.judge_hedge_threshold
+    if answerable < context.triage.judge_hedge_threshold:
+        threshold = context.triage.judge_hedge_threshold
         env.stats.notes.append(
             f"the judge finds no answer in the passages (answerable {answerable:.2f} < {threshold:.2f})"
         )
         return "abstain"
-    if answerable < context.judge_answer_threshold:
+    if answerable < context.triage.judge_answer_threshold:
         env.stats.notes.append(f"the judge finds only a close passage (answerable {answerable:.2f}): hedging")
         return "hedge"
     env.stats.notes.append(f"the judge finds an answer (answerable {answerable:.2f})")

@@ -22,6 +22,17 @@ if TYPE_CHECKING:
 Role = Literal["refiner", "answer", "judge"]
 
 
+class ChatSettings(Protocol):
+    """How chat models are called (the Context's `models` group)."""
+
+    @property
+    def temperature(self) -> float: ...
+    @property
+    def llm_timeout_s(self) -> float: ...
+    @property
+    def max_answer_tokens(self) -> int: ...
+
+
 class ServiceSettings(Protocol):
     """What the clients are built from: the run's settings (the graph's Context satisfies this).
 
@@ -30,9 +41,7 @@ class ServiceSettings(Protocol):
     """
 
     chat_model: str
-    temperature: float
-    llm_timeout_s: float
-    max_answer_tokens: int
+    models: ChatSettings
     embedding_model: str
     collection: str
     data_dir: str
@@ -76,9 +85,9 @@ class Services:
             ensure_reachable(spec)
         return load_chat_model(
             spec,
-            temperature=context.temperature if temperature is None else temperature,
-            timeout_s=context.llm_timeout_s,
-            max_tokens=context.max_answer_tokens,
+            temperature=context.models.temperature if temperature is None else temperature,
+            timeout_s=context.models.llm_timeout_s,
+            max_tokens=context.models.max_answer_tokens,
         )
 
     def embeddings(self, context: ServiceSettings) -> Embedder:

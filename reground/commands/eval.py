@@ -79,8 +79,8 @@ def add_commands(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="FIELD=VALUE",
-        help="override a Context field for the graph systems, e.g. --set max_refine_iterations=0 "
-        "(VALUE is parsed as JSON when it can be); repeatable",
+        help="override a Context field for the graph systems, a group's field by GROUP.FIELD, e.g. --set "
+        "refinement.max_refine_iterations=0 (VALUE is parsed as JSON when it can be); repeatable",
     )
     p.set_defaults(func=_answers)
 
@@ -192,16 +192,17 @@ def _retrieval(args: argparse.Namespace) -> int:
 
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:
-    """FIELD=VALUE pairs → Context overrides, checked against the Context's fields."""
-    from reground.nodes.context import Context
+    """FIELD=VALUE pairs → Context overrides, checked against the Context's fields (GROUP.FIELD for a group's
+    field, or GROUP=JSON for several of them)."""
+    from reground.nodes.context import setting_names
 
-    known = set(Context.model_fields)
+    known = set(setting_names())
     out: dict[str, Any] = {}
     for item in items:
         name, sep, raw = item.partition("=")
         name = name.strip()
         if not sep or name not in known:
-            raise ValueError(f"--set {item!r}: expected FIELD=VALUE with FIELD one of the Context fields")
+            raise ValueError(f"--set {item!r}: expected FIELD=VALUE with FIELD a Context field or GROUP.FIELD")
         try:
             out[name] = json.loads(raw)
         except json.JSONDecodeError:

@@ -80,7 +80,7 @@ def _context(server: ChromaServer, data_dir: Path, **overrides: Any) -> Context:
         collection=COLLECTION,
         data_dir=str(data_dir),
         chroma_url=server.url,
-        use_llm_groundedness_judge=False,
+        groundedness={"use_llm_groundedness_judge": False},
         **overrides,
     )
 
@@ -205,7 +205,10 @@ def test_chroma_url_from_the_environment(
 ) -> None:
     monkeypatch.setenv("REGROUND_CHROMA_URL", chroma.url)
     monkeypatch.setenv("REGROUND_DATA_DIR", str(local_dir))
-    context = Context(collection=COLLECTION, use_llm_groundedness_judge=False)
+    context = Context(
+        collection=COLLECTION,
+        groundedness={"use_llm_groundedness_judge": False},
+    )
     assert context.chroma_url == chroma.url
     assert IngestContext(collection=COLLECTION).chroma_url == chroma.url
     store = Services().passage_store(context)

@@ -48,8 +48,9 @@ def test_threads_persist_in_postgres_across_app_restarts(postgres: Postgres, hr_
     context = Context(
         collection="test-hr",
         data_dir=hr_store_dir,
-        use_llm_groundedness_judge=False,
-        rewrite_below_margin=1.0,  # every follow-up is rewritten, so the restored history shows in the prompt
+        groundedness={"use_llm_groundedness_judge": False},
+        refinement={"rewrite_below_margin": 1.0},
+        # every follow-up is rewritten, so the restored history shows in the prompt
     )
     first, second = "How much annual leave do I get in Germany?", "Can I carry it over?"
     with PostgresSaver.from_conn_string(postgres.uri) as saver:

@@ -31,12 +31,10 @@ LLM_MODEL = "smollm2-135m"
 FAST: dict[str, Any] = {
     "collection": "test-hr",
     "chat_model": f"local:{LLM_MODEL}",
-    "max_answer_tokens": 40,
-    "use_llm_groundedness_judge": False,
-    "use_self_check": False,
-    "max_reground_attempts": 0,
+    "models": {"max_answer_tokens": 40, "llm_timeout_s": 60.0},
+    "groundedness": {"use_llm_groundedness_judge": False, "max_reground_attempts": 0},
+    "evidence": {"use_self_check": False},
     "use_principle_refinement": False,
-    "llm_timeout_s": 60.0,
 }
 # The same with replies written by the model (the default quotes the passages and calls no model on a first turn).
 WRITE: dict[str, Any] = {**FAST, "answer_style": "write"}
@@ -346,7 +344,7 @@ CONCURRENT_QUESTIONS = [
 
 def test_ten_threads_at_once_each_answer_tied_to_its_thread(client: Any, store_chunks: dict[str, Any]) -> None:
     aid = assistant_id(client, "reground")
-    context = {**FAST, "max_answer_tokens": 24, "use_question_refiner": False}
+    context = {**FAST, "models": {**FAST["models"], "max_answer_tokens": 24}, "use_question_refiner": False}
     jobs = []
     for i in range(10):
         question, doc_id = CONCURRENT_QUESTIONS[i % len(CONCURRENT_QUESTIONS)]

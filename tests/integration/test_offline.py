@@ -130,7 +130,10 @@ def first_passage_sentence(messages):
 
 model = ScriptedChatModel(script={"answer": [first_passage_sentence]})
 context = Context(
-    collection="offline-docs", data_dir=str(work / "store"), use_llm_groundedness_judge=False, answer_style="write"
+    collection="offline-docs",
+    data_dir=str(work / "store"),
+    groundedness={"use_llm_groundedness_judge": False},
+    answer_style="write",
 )
 graph = build_graph(chat_model=model, store=store)
 turn = graph.invoke({"messages": [{"role": "user", "content": question}]}, config=run_config(context), context=context)

@@ -587,12 +587,12 @@ def test_a_write_undone_by_another_writer_after_the_flip_is_redone(tmp_path: Pat
 
 def test_a_write_that_keeps_being_undone_fails_loudly(tmp_path: Path) -> None:
     from reground.tools.errors import DataError
-    from reground.tools.stores.store import WRITE_ATTEMPTS
+    from reground.tools.tuning.stores import STORE_IO
 
     data_dir = tmp_path / "store"
     store = PassageStore.open(COLLECTION, data_dir=data_dir, create=True)
     doc = make_doc("d1", "v1", 0)
-    store._manifest = DeletesAfterFlip(store._manifest, store._chunks, "d1", times=WRITE_ATTEMPTS)
+    store._manifest = DeletesAfterFlip(store._manifest, store._chunks, "d1", times=STORE_IO.write_attempts)
     with pytest.raises(DataError, match="could not be written completely"):
         ingest_documents([doc], store, progress=False)
     # The next writer's repair drops the record that names missing chunks; a rerun then lands the document.

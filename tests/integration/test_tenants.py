@@ -254,13 +254,12 @@ def test_hundreds_of_acme_questions_never_see_globex(
     context = Context(
         collection=COLLECTION,
         metadata_filter=scope,
-        use_llm_groundedness_judge=False,
-        groundedness_threshold=0.0,
+        groundedness={"use_llm_groundedness_judge": False, "threshold": 0.0, "max_reground_attempts": 0},
+        refinement={"relevance_threshold": 0.0},
+        triage={"judge_hedge_threshold": 0.0, "judge_answer_threshold": 0.0},
         use_principle_refinement=False,
-        relevance_threshold=0.0,  # a scope test: every answer quotes its passage [1], relevant or not
-        max_reground_attempts=0,
-        judge_hedge_threshold=0.0,  # nor does the judge hedge or abstain: each turn answers from its passages
-        judge_answer_threshold=0.0,
+        # a scope test: every answer quotes its passage [1], relevant or not
+        # nor does the judge hedge or abstain: each turn answers from its passages
     )
     turns_with_acme = 0
     answered_from_acme = 0
@@ -288,15 +287,15 @@ def test_regrounding_and_llm_rerank_keep_the_scope(tenant_store: Any, chunk_sets
     context = Context(
         collection=COLLECTION,
         metadata_filter={"company": "acme"},
-        max_reground_attempts=2,
+        groundedness={"max_reground_attempts": 2},
+        refinement={"quote_when_unchecked": False},
+        budgets={"doc_candidates": 16, "paragraph_candidates": 16},
+        triage={"judge_hedge_threshold": 0.0, "judge_answer_threshold": 0.0},
         answer_style="write",  # the scripted model writes ungrounded replies; extracted ones are quotes
-        quote_when_unchecked=False,  # every turn runs the loop to its cap (a quoted reply would join the dialogue)
+        # every turn runs the loop to its cap (a quoted reply would join the dialogue)
         rerank_method="llm",
-        doc_candidates=16,
-        paragraph_candidates=16,
         top_n=6,
-        judge_hedge_threshold=0.0,  # every turn answers (and loops): the judge neither hedges nor abstains
-        judge_answer_threshold=0.0,
+        # every turn answers (and loops): the judge neither hedges nor abstains
     )
     adversarial = [q for q in questions() if "globex" in q.lower()][::4]
     assert len(adversarial) >= 30
@@ -336,10 +335,8 @@ def test_scope_comes_only_from_context(tenant_store: Any, chunk_sets: dict[str, 
     graph = build_graph(chat_model=model, store=tenant_store, checkpointer=InMemorySaver())
     context = Context(
         collection=COLLECTION,
-        use_llm_groundedness_judge=False,
-        groundedness_threshold=0.0,
+        groundedness={"use_llm_groundedness_judge": False, "threshold": 0.0, "max_reground_attempts": 0},
         use_principle_refinement=False,
-        max_reground_attempts=0,
     )
     question = "What is Globex's parental leave policy?"
     out = graph.invoke(

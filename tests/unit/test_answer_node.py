@@ -64,7 +64,14 @@ def test_default_turn_is_one_plain_call_with_the_evidence_self_check(hr_store: A
 def test_llm_self_check_takes_the_verdicts_from_the_json_reply(hr_store: Any, context: Context) -> None:
     reply = json.dumps({"helpful": [3], "answer": "Full-time employees in Germany get 30 days of paid annual leave."})
     model = ScriptedChatModel(script={"answer": [reply]})
-    result = ask(model, hr_store, context.with_(use_self_check=True), QUESTION)
+    result = ask(
+        model,
+        hr_store,
+        context.with_(
+            evidence={"use_self_check": True},
+        ),
+        QUESTION,
+    )
     assert [task for task, _ in model.calls] == ["answer"]
     assert 'In "helpful"' in str(model.calls[0][1][-1].content), "the task asks for the self-check field"
     judgements = result["state"]["judgements"]
@@ -82,7 +89,9 @@ def test_the_prompt_shows_the_closest_passage_sentences(hr_store: Any, context: 
 def test_the_judge_runs_when_the_cheap_score_is_near_the_threshold(hr_store: Any, hr_store_dir: str) -> None:
     paraphrase = "Full-time employees in Germany receive 30 working days of paid annual leave [1]."  # not verbatim
     model = ScriptedChatModel(script={"answer": [paraphrase]})
-    context = Context(collection="test-hr", data_dir=hr_store_dir, llm_judge_band=1.0, answer_style="write")
+    context = Context(
+        collection="test-hr", data_dir=hr_store_dir, groundedness={"llm_judge_band": 1.0}, answer_style="write"
+    )
     ask(model, hr_store, context, QUESTION)
     assert model.calls_for("groundedness") >= 1
 
@@ -98,7 +107,7 @@ def carry_over_reply(messages: list[BaseMessage]) -> str:
 # The relevance check's anchor is the top evidence sentence. On this corpus the trained judge ranks the carry-over
 # rule above the 30-day entitlement for "how many days do I get" (a known miss, evals/results/judge/), so the tests
 # of the relevance mechanism below rank by the hand-made score alone.
-HAND_RANKING = {"judge_rank_weight": 0.0}
+HAND_RANKING = {"evidence.judge_rank_weight": 0.0}
 
 
 def test_a_grounded_answer_to_another_question_never_passes_as_it_is(hr_store: Any, context: Context) -> None:
@@ -111,7 +120,7 @@ def test_a_grounded_answer_to_another_question_never_passes_as_it_is(hr_store: A
     assert model.calls_for("refine") == 0, "the extractive refinement makes no LLM call"
     assert "carry over" not in result["answer"]
     assert "30 days" in result["answer"], result["answer"]
-    assert result["passed"] and draft["relevance"] >= context.relevance_threshold
+    assert result["passed"] and draft["relevance"] >= context.refinement.relevance_threshold
 
 
 def test_without_refinement_the_irrelevant_answer_falls_back(hr_store: Any, hr_store_dir: str) -> None:
@@ -121,7 +130,7 @@ def test_without_refinement_the_irrelevant_answer_falls_back(hr_store: Any, hr_s
         data_dir=hr_store_dir,
         use_principle_refinement=False,
         answer_style="write",
-        quote_when_unchecked=False,
+        refinement={"quote_when_unchecked": False},
         **HAND_RANKING,
     )
     result = ask(model, hr_store, context, "How many days of annual leave do I get per year?")
@@ -157,13 +166,22 @@ def test_repeating_the_previous_answer_is_not_an_answer_to_the_follow_up(hr_stor
         {"role": "assistant", "content": previous},
         {"role": "user", "content": "And is any of it paid?"},
     ]
-    ctx = context.with_(use_principle_refinement=False, quote_when_unchecked=False)
+    ctx = context.with_(
+        use_principle_refinement=False,
+        refinement={"quote_when_unchecked": False},
+    )
     result = graph.invoke({"messages": messages}, config=run_config(ctx), context=ctx)["result"]
     assert result["relevance"] == 0.0 and not result["passed"]
     quoted = graph.invoke(
         {"messages": messages},
-        config=run_config(ctx.with_(quote_when_unchecked=True)),
-        context=ctx.with_(quote_when_unchecked=True),
+        config=run_config(
+            ctx.with_(
+                refinement={"quote_when_unchecked": True},
+            )
+        ),
+        context=ctx.with_(
+            refinement={"quote_when_unchecked": True},
+        ),
     )["result"]
     assert quoted["answer"] != previous
     refined = graph.invoke({"messages": messages}, config=run_config(context), context=context)["result"]

@@ -315,7 +315,7 @@ def test_an_eval_stopped_by_a_dead_model_exits_with_the_model_code() -> None:
 def test_the_cli_prints_a_cut_question_notice(
     capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, data_dir: str, llm: FakeOpenAI
 ) -> None:
-    monkeypatch.setenv("REGROUND_QUESTION_TOKEN_BUDGET", "20")
+    monkeypatch.setenv("REGROUND_BUDGETS__QUESTION_TOKEN_BUDGET", "20")
     code, out, err = _run(
         capfd, _ask(data_dir, llm.spec, "--collection", "test-hr", question=QUESTION + " Please." * 200)
     )

@@ -30,10 +30,10 @@ def test_two_turns_then_a_restart_continues_the_thread(tmp_path: Path, hr_store:
     context = Context(
         collection="test-hr",
         data_dir=hr_store_dir,
-        use_llm_groundedness_judge=False,
-        groundedness_threshold=0.0,
+        groundedness={"use_llm_groundedness_judge": False, "threshold": 0.0},
+        refinement={"rewrite_below_margin": 1.0},
         use_principle_refinement=False,
-        rewrite_below_margin=1.0,  # every follow-up is rewritten, so the restored history shows in the prompt
+        # every follow-up is rewritten, so the restored history shows in the prompt
     )
     first = "How many days of annual leave do full-time employees in Germany get?"
     second = "Can I carry them over?"

@@ -334,7 +334,9 @@ def test_graph_kind_and_relevance_correlations(
     relevance = {"a1": 0.9, "a2": 0.6, "p1": 0.2, "u1": 0.1, "s1": 0.05}
     monkeypatch.setattr(answers_mod, "graph_runner", _stub_graph(kinds, relevance))
     out = tmp_path / "graph"
-    summary = _run(docs_file, cases_file, out, store, "reground", context_overrides={"relevance_threshold": 0.5})
+    summary = _run(
+        docs_file, cases_file, out, store, "reground", context_overrides={"refinement.relevance_threshold": 0.5}
+    )
     s = summary["systems"]["reground"]
     assert s["behaviour_source"] == {"graph": 5, "rule": 0}
     # The graph said "abstain" on the underspecified case, though the rule would not have said so.
@@ -374,7 +376,7 @@ def test_relevance_threshold_is_the_one_the_graph_ran_with(
 ) -> None:
     from reground.nodes.context import Context
 
-    default = Context().relevance_threshold
+    default = Context().refinement.relevance_threshold
     kinds = dict.fromkeys(("a1", "a2", "p1", "u1", "s1"), "answer")
     relevance = {"a1": default, "a2": default - 0.01, "p1": default + 0.2, "u1": 0.0, "s1": 0.0}
     monkeypatch.setattr(answers_mod, "graph_runner", _stub_graph(kinds, relevance))
@@ -386,8 +388,13 @@ def test_relevance_threshold_is_the_one_the_graph_ran_with(
     # A run config that names no threshold (an older run) falls back to 0.5.
     assert answers_mod.relevance_threshold_of({"context_overrides": {}}) == (0.5, "default")
     assert answers_mod.relevance_threshold_of(
-        {"context_overrides": {"relevance_threshold": 0.3}, "context_relevance_threshold": 0.2}
+        {"context_overrides": {"refinement.relevance_threshold": 0.3}, "context_relevance_threshold": 0.2}
     ) == (0.3, "context override")
+    # Runs written before the Context's groups named the field flat.
+    assert answers_mod.relevance_threshold_of({"context_overrides": {"relevance_threshold": 0.4}}) == (
+        0.4,
+        "context override",
+    )
 
 
 def test_real_graph_retrieves_within_the_case_collection(
@@ -396,7 +403,12 @@ def test_real_graph_retrieves_within_the_case_collection(
     """The graph's own retrieval, with the case's collection added to its metadata_filter."""
     pytest.importorskip("reground.graph.builder")
     summary = _run(
-        docs_file, cases_file, tmp_path / "g", store, "reground", context_overrides={"max_refine_iterations": 0}
+        docs_file,
+        cases_file,
+        tmp_path / "g",
+        store,
+        "reground",
+        context_overrides={"refinement.max_refine_iterations": 0},
     )
     assert summary["systems"]["reground"]["n_errors"] == 0
     for row in read_jsonl(tmp_path / "g" / "reground" / "cases.jsonl"):

@@ -17,6 +17,7 @@ from reground.evals.calibrate import CalibrationError, calibrate_run, calibrated
 from reground.evals.correlation import correlation_report
 from reground.evals.records import read_jsonl
 from reground.evals.report import ReportError, write_report
+from reground.nodes.context import setting_names
 from reground.tools.adapters.paths import read_calibrated_value
 
 from reground.testing.fake_chat import ScriptedChatModel
@@ -416,14 +417,25 @@ def test_ablations_are_valid_context_overrides() -> None:
     base = Context()
     for name, overrides in GRAPH_SYSTEMS.items():
         ablated = base.with_(**overrides)  # validates
-        changed = {name for name in Context.model_fields if getattr(ablated, name) != getattr(base, name)}
-        assert changed == set(overrides), name
-    assert parse_overrides(["max_refine_iterations=0", "rerank_method=llm"]) == {
-        "max_refine_iterations": 0,
+        changed = {key for key in setting_names() if _setting(ablated, key) != _setting(base, key)}
+        assert changed == set(overrides) | {key.partition(".")[0] for key in overrides}, name
+    assert parse_overrides(
+        ["refinement.max_refine_iterations=0", "rerank_method=llm", 'triage={"reading_ratio": 0.7}']
+    ) == {
+        "refinement.max_refine_iterations": 0,
         "rerank_method": "llm",
+        "triage": {"reading_ratio": 0.7},
     }
-    with pytest.raises(ValueError, match="Context fields"):
-        parse_overrides(["no_such_field=1"])
+    for unknown in ("no_such_field=1", "max_refine_iterations=0", "triage.no_such_field=1"):  # no flat aliases
+        with pytest.raises(ValueError, match=r"Context field or GROUP\.FIELD"):
+            parse_overrides([unknown])
+
+
+def _setting(context: Any, key: str) -> Any:
+    value = context
+    for part in key.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def test_systems_run_case_by_case_in_rotating_order_and_resume(tmp_path: Path) -> None:

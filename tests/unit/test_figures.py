@@ -100,9 +100,8 @@ def _turn(reply: str, glasses_store: tuple[Any, str]) -> tuple[dict[str, Any], d
         data_dir=data_dir,
         answer_style="write",
         use_principle_refinement=False,
-        max_reground_attempts=0,
-        quote_when_unchecked=False,
-        use_llm_groundedness_judge=False,
+        groundedness={"max_reground_attempts": 0, "use_llm_groundedness_judge": False},
+        refinement={"quote_when_unchecked": False},
     )
     model = ScriptedChatModel(script={"answer": [reply]})
     graph = build_graph(chat_model=model, store=store, checkpointer=InMemorySaver())
@@ -146,7 +145,7 @@ def test_prompt_echo_finds_the_scaffolding_not_ordinary_words() -> None:
     from reground.prompts import answer as answer_prompts
     from reground.tools.signals.scoring import prompt_echo
 
-    templates = [answer_prompts.SHARED_PREFIX, Context().answer_prompt, answer_prompts.EVIDENCE]
+    templates = [answer_prompts.SHARED_PREFIX, Context().prompts.answer_prompt, answer_prompts.EVIDENCE]
     assert prompt_echo("The user's last message: how many days?", templates) == "the user's last message"
     assert prompt_echo("You get 30 working days of paid annual leave per year [1].", templates) == ""
     assert prompt_echo("Yes, the last message you got from HR holds: you can carry over five days.", templates) == ""

@@ -51,7 +51,9 @@ def test_missing_collection_is_a_clear_error_naming_it(hr_store_dir: str) -> Non
 
 def test_huge_question_is_cut_to_the_budget_and_the_result_says_so(hr_store: Any, hr_store_dir: str) -> None:
     model = ScriptedChatModel()
-    context = Context(collection="test-hr", data_dir=hr_store_dir, question_token_budget=50, answer_style="write")
+    context = Context(
+        collection="test-hr", data_dir=hr_store_dir, budgets={"question_token_budget": 50}, answer_style="write"
+    )
     graph = build_graph(chat_model=model, store=hr_store)
     out = graph.invoke(
         {"messages": [{"role": "user", "content": "annual leave " * 5000}]}, config=run_config(context), context=context
@@ -80,7 +82,13 @@ def test_a_model_that_raises_junk_errors_is_not_swallowed(hr_store: Any, hr_stor
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("top_n", 0), ("groundedness_threshold", 1.5), ("rerank_method", "magic"), ("collection", "x"), ("n_samples", -1)],
+    [
+        ("top_n", 0),
+        ("groundedness.threshold", 1.5),
+        ("rerank_method", "magic"),
+        ("collection", "x"),
+        ("models.n_samples", -1),
+    ],
 )
 def test_invalid_context_values_name_the_field(field: str, value: Any) -> None:
     with pytest.raises(ContextError, match=field):
@@ -90,9 +98,11 @@ def test_invalid_context_values_name_the_field(field: str, value: Any) -> None:
 def test_context_falls_back_to_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REGROUND_TOP_N", "5")
     monkeypatch.setenv("REGROUND_METADATA_FILTER", '{"country": "DE"}')
-    monkeypatch.setenv("REGROUND_USE_SELF_CHECK", "false")
+    monkeypatch.setenv("REGROUND_EVIDENCE__USE_SELF_CHECK", "false")
     context = Context()
-    assert context.top_n == 5 and context.metadata_filter == {"country": "DE"} and context.use_self_check is False
+    assert (
+        context.top_n == 5 and context.metadata_filter == {"country": "DE"} and context.evidence.use_self_check is False
+    )
     assert Context(top_n=2).top_n == 2, "an explicit value wins over the environment"
 
 
@@ -166,7 +176,7 @@ def test_a_timeout_is_a_model_error_the_retry_policy_still_retries() -> None:
 
     model = ChatOpenAI(base_url="http://127.0.0.1:9/v1", api_key="x", model="local")  # type: ignore[arg-type]
     failure = model_failure(model, openai.APITimeoutError(request=httpx.Request("POST", "http://127.0.0.1:9/v1")))
-    assert isinstance(failure, LLMTimeoutError) and "llm_timeout_s" in str(failure)
+    assert isinstance(failure, LLMTimeoutError) and "models.llm_timeout_s" in str(failure)
     retry_on = LLM_RETRY.retry_on
     assert callable(retry_on) and retry_on(failure)
     assert not retry_on(LLMUnavailableError("down")), "a dead server is not retried"

@@ -40,15 +40,12 @@ def context(hr_store_dir: str) -> Context:
     return Context(
         collection="test-hr",
         data_dir=hr_store_dir,
-        max_reground_attempts=2,
-        max_refine_iterations=1,
-        llm_judge_band=1.0,
+        groundedness={"max_reground_attempts": 2, "llm_judge_band": 1.0},
+        refinement={"max_refine_iterations": 1, "quote_when_unchecked": False},
+        triage={"support_threshold": 0.0, "judge_hedge_threshold": 0.0, "judge_answer_threshold": 0.0},
         # These routes are the written answer's loops, with no early abstention; test_triage.py tests the defaults.
         answer_style="write",
-        support_threshold=0.0,
-        judge_hedge_threshold=0.0,
-        judge_answer_threshold=0.0,
-        quote_when_unchecked=False,  # the loops' own fallbacks; the quote route has its own tests
+        # the loops' own fallbacks; the quote route has its own tests
     )
 
 
@@ -78,7 +75,9 @@ def test_follow_up_is_rewritten_with_the_history(hr_store: Any, context: Context
         }
     )
     graph = make_graph(model, hr_store)
-    context = context.with_(rewrite_below_margin=1.0)  # every follow-up is rewritten
+    context = context.with_(
+        refinement={"rewrite_below_margin": 1.0},
+    )  # every follow-up is rewritten
     run(graph, context, "How many days of annual leave do full-time employees get?")
     result = run(graph, context, "Can I carry them over?")
     assert model.calls_for("refine_question") == 1
@@ -92,7 +91,9 @@ def test_follow_up_is_rewritten_with_the_history(hr_store: Any, context: Context
 def test_a_confident_history_ranking_skips_the_rewrite_call(hr_store: Any, context: Context) -> None:
     model = ScriptedChatModel(script={"answer": [first_passage_sentence]})
     graph = make_graph(model, hr_store)
-    context = context.with_(rewrite_below_margin=0.0)  # any lead is confident enough
+    context = context.with_(
+        refinement={"rewrite_below_margin": 0.0},
+    )  # any lead is confident enough
     run(graph, context, "How many days of annual leave do full-time employees get?")
     run(graph, context, "Can I carry them over?")
     assert model.calls_for("refine_question") == 0
@@ -105,7 +106,7 @@ def test_reground_loop_is_taken_and_capped_then_honest_fallback(hr_store: Any, c
         script={"answer": [UNRELATED], "groundedness": ["- Bananas are yellow.\n- Monkeys climb trees."]}
     )
     result = run(make_graph(model, hr_store), context, "How many days of annual leave do full-time employees get?")
-    assert result["reground_attempts"] == context.max_reground_attempts == 2
+    assert result["reground_attempts"] == context.groundedness.max_reground_attempts == 2
     assert model.calls_for("answer") == 3, "one answer per retrieval: first + 2 re-grounds"
     assert model.calls_for("reground") == 2, "a first turn has no dialogue to force into the query: both rewrite"
     assert not result["passed"]
@@ -143,7 +144,8 @@ def test_refine_loop_replaces_the_answer_when_the_gain_exceeds_lambda(hr_store: 
     vague = "It depends on your contract [1]."
     model = ScriptedChatModel(script={"answer": [vague], "refine": [first_passage_sentence]})
     ctx = context.with_(
-        relevance_threshold=0.99, relevance_refinement="llm", improvement_lambda=0.5, groundedness_threshold=0.0
+        refinement={"relevance_threshold": 0.99, "relevance_refinement": "llm", "improvement_lambda": 0.5},
+        groundedness={"threshold": 0.0},
     )
     result = run(make_graph(model, hr_store), ctx, "How many days of annual leave do full-time employees get?")
     assert model.calls_for("refine") >= 1
@@ -156,7 +158,8 @@ def test_refine_keeps_the_old_answer_when_the_gain_is_not_above_lambda(hr_store:
     still_vague = "It depends on your contract and on your country [1]."
     model = ScriptedChatModel(script={"answer": [vague], "refine": [still_vague]})
     ctx = context.with_(
-        relevance_threshold=0.99, relevance_refinement="llm", improvement_lambda=3.0, groundedness_threshold=0.0
+        refinement={"relevance_threshold": 0.99, "relevance_refinement": "llm", "improvement_lambda": 3.0},
+        groundedness={"threshold": 0.0},
     )
     graph = make_graph(model, hr_store)
     result = run(graph, ctx, "How many days of annual leave do full-time employees get?")
@@ -253,7 +256,10 @@ def test_graph_terminates_for_any_sequence_of_verdicts(
     hr_store: Any, context: Context, verdicts: list[str], answers: list[str], max_reground: int, max_refine: int
 ) -> None:
     model = ScriptedChatModel(script={"groundedness": list(verdicts), "answer": list(answers), "refine": list(answers)})
-    ctx = context.with_(max_reground_attempts=max_reground, max_refine_iterations=max_refine, relevance_threshold=0.9)
+    ctx = context.with_(
+        groundedness={"max_reground_attempts": max_reground},
+        refinement={"max_refine_iterations": max_refine, "relevance_threshold": 0.9},
+    )
     graph = build_graph(chat_model=model, store=hr_store)
     out = graph.invoke(
         {"messages": [{"role": "user", "content": "How much annual leave do I get?"}]},
@@ -272,7 +278,9 @@ def test_a_rewrite_with_words_the_conversation_never_used_is_not_used(hr_store: 
     copied = "Can I carry over unused days of annual leave to the next year?"
     model = ScriptedChatModel(script={"answer": [first_passage_sentence], "refine_question": [copied]})
     graph = make_graph(model, hr_store)
-    context = context.with_(rewrite_below_margin=1.0)
+    context = context.with_(
+        refinement={"rewrite_below_margin": 1.0},
+    )
     run(graph, context, "Who pays for my train ticket on a business trip?")
     run(graph, context, "and where does it go?")
     state = graph.get_state(run_config(context, configurable={"thread_id": "t1"})).values

@@ -21,7 +21,10 @@ def _draft(model: ScriptedChatModel, store: Any, context: Context) -> dict[str, 
     """The first draft as the groundedness check left it (refinement and re-grounding off: one check only)."""
     # The written answer's check (an extracted answer is quoted verbatim, grounded by construction, never judged).
     context = context.with_(
-        use_principle_refinement=False, max_reground_attempts=0, answer_style="write", quote_when_unchecked=False
+        use_principle_refinement=False,
+        groundedness={"max_reground_attempts": 0},
+        refinement={"quote_when_unchecked": False},
+        answer_style="write",
     )
     graph = build_graph(chat_model=model, store=store, checkpointer=InMemorySaver())
     config = run_config(context, configurable={"thread_id": "t"})
@@ -32,7 +35,11 @@ def _draft(model: ScriptedChatModel, store: Any, context: Context) -> dict[str, 
 @pytest.fixture
 def cheap(hr_store: Any, hr_store_dir: str) -> float:
     """The cheap signals' score of the grounded answer (judge off)."""
-    context = Context(collection="test-hr", data_dir=hr_store_dir, use_llm_groundedness_judge=False)
+    context = Context(
+        collection="test-hr",
+        data_dir=hr_store_dir,
+        groundedness={"use_llm_groundedness_judge": False},
+    )
     draft = _draft(ScriptedChatModel(script={"answer": [GROUNDED]}), hr_store, context)
     assert "llm_judge" not in draft["groundedness_parts"]
     return float(draft["groundedness"])
@@ -44,7 +51,9 @@ def test_the_judge_runs_inside_the_band_only(
 ) -> None:
     threshold = min(1.0, max(0.0, cheap - offset))
     context = Context(
-        collection="test-hr", data_dir=hr_store_dir, groundedness_threshold=threshold, llm_judge_band=BAND
+        collection="test-hr",
+        data_dir=hr_store_dir,
+        groundedness={"threshold": threshold, "llm_judge_band": BAND},
     )
     model = ScriptedChatModel(script={"answer": [GROUNDED]})
     draft = _draft(model, hr_store, context)
@@ -54,7 +63,9 @@ def test_the_judge_runs_inside_the_band_only(
 
 def test_inside_the_band_the_judges_claims_lower_the_score(cheap: float, hr_store: Any, hr_store_dir: str) -> None:
     context = Context(
-        collection="test-hr", data_dir=hr_store_dir, groundedness_threshold=cheap - 0.01, llm_judge_band=BAND
+        collection="test-hr",
+        data_dir=hr_store_dir,
+        groundedness={"threshold": cheap - 0.01, "llm_judge_band": BAND},
     )
     verdict = '{"unsupported_claims": ["30 working days per calendar year"]}'
     model = ScriptedChatModel(script={"answer": [GROUNDED], "groundedness": [verdict]})

@@ -89,7 +89,11 @@ def test_server_side_paths_and_inline_documents_together(tmp_path: Path) -> None
 def test_ingested_documents_are_answered_from(tmp_path: Path) -> None:
     ingest(collection="ingest-ask", data_dir=str(tmp_path))
     model = ScriptedChatModel()
-    context = Context(collection="ingest-ask", data_dir=str(tmp_path), use_llm_groundedness_judge=False)
+    context = Context(
+        collection="ingest-ask",
+        data_dir=str(tmp_path),
+        groundedness={"use_llm_groundedness_judge": False},
+    )
     out = build_graph(chat_model=model).invoke(
         {
             "messages": [

@@ -376,8 +376,8 @@ def test_the_model_check_is_off_by_default_and_on_flags_what_the_judge_confirms(
         context = Context(
             collection="borderline",
             data_dir=str(tmp_path / "data"),
-            injection_model_check=check,
-            max_reground_attempts=0,
+            evidence={"injection_model_check": check},
+            groundedness={"max_reground_attempts": 0},
             answer_style="write",  # an answer prompt that shows the passages
         )
         graph = build_graph(chat_model=model, store=store, checkpointer=InMemorySaver())

@@ -111,7 +111,7 @@ def env_with(**fields: Any) -> Any:
 
 @pytest.mark.parametrize(("answerable", "decision"), [(0.95, "answer"), (0.5, "hedge"), (0.05, "abstain")])
 def test_triage_decides_in_three_bands(answerable: float, decision: str) -> None:
-    env = env_with(judge_hedge_threshold=0.3, judge_answer_threshold=0.8)
+    env = env_with(triage={"judge_hedge_threshold": 0.3, "judge_answer_threshold": 0.8})
     signals: dict[str, float] = {}
     assert judged_decision(answerable, signals, env) == decision
     assert signals == {"answerable": answerable, "answer_threshold": 0.8, "hedge_threshold": 0.3}
@@ -120,4 +120,6 @@ def test_triage_decides_in_three_bands(answerable: float, decision: str) -> None
 
 def test_a_hedge_band_upside_down_is_refused() -> None:
     with pytest.raises(ContextError, match="judge_hedge_threshold"):
-        Context(judge_hedge_threshold=0.9, judge_answer_threshold=0.5)
+        Context(
+            triage={"judge_hedge_threshold": 0.9, "judge_answer_threshold": 0.5},
+        )

@@ -58,8 +58,8 @@ def test_every_graph_call_that_shows_passages_fences_them(hr_store: Any, hr_stor
         collection="test-hr",
         data_dir=hr_store_dir,
         rerank_method="llm",
-        llm_judge_band=1.0,
-        n_samples=1,
+        groundedness={"llm_judge_band": 1.0},
+        models={"n_samples": 1},
         answer_style="write",
     )
     # No [n] marker: the LLM rerank orders the passages, and a figure is checked against the passages a reply cites.

@@ -12,7 +12,6 @@ from reground.graph.builder import build_graph, run_config
 from reground.nodes.context import Context
 from reground.tools.adapters.chat import CallStats, LLMReplyError, one_line
 from reground.tools.retrieval.query_transforms import (
-    MAX_ITEMS,
     IntendedTopics,
     QueryVariants,
     recent_history,
@@ -20,6 +19,7 @@ from reground.tools.retrieval.query_transforms import (
 )
 from reground.tools.retrieval.search import HybridRetriever, RetrievalQuery, RetrievalSettings
 from reground.tools.text.tokens import history_query
+from reground.tools.tuning.retrieval import QUERY_TRANSFORMS
 
 from reground.testing.fake_chat import ScriptedChatModel
 from tests.unit.test_retrieval import CHUNKS, FakeStore
@@ -73,7 +73,7 @@ def test_reply_texts_are_folded_onto_one_line_and_short_ones_name_the_problem() 
         one_line(" payslips \n", min_words=2, problem="the rewrite is a single word")
     texts = [" payslip  dates", "payslip dates", "", *(f"topic {i}" for i in range(9))]
     for reply in (IntendedTopics(topics=texts).topics, QueryVariants(queries=texts).queries):
-        assert reply[:2] == ["payslip dates", "topic 0"] and len(reply) == MAX_ITEMS
+        assert reply[:2] == ["payslip dates", "topic 0"] and len(reply) == QUERY_TRANSFORMS.max_items
     with pytest.raises(ValueError, match="no non-empty item"):
         QueryVariants(queries=[" ", ""])
 
@@ -130,7 +130,12 @@ def _run(model: ScriptedChatModel, hr_store: Any, context: Context) -> dict[str,
 
 
 def test_the_context_turns_a_transform_on_in_the_retrieve_node(hr_store_dir: str, hr_store: Any) -> None:
-    base = Context(collection="test-hr", data_dir=hr_store_dir, max_reground_attempts=0, max_refine_iterations=0)
+    base = Context(
+        collection="test-hr",
+        data_dir=hr_store_dir,
+        groundedness={"max_reground_attempts": 0},
+        refinement={"max_refine_iterations": 0},
+    )
     off = ScriptedChatModel()
     plain = _run(off, hr_store, base)["result"]["passages"]
     assert off.calls_for("other") == 0, "no transform call by default"

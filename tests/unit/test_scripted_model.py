@@ -91,21 +91,33 @@ def test_best_of_n_samples_at_temperature_and_keeps_the_best_sample(hr_store: An
     one (the grounded reply) is kept even though the greedy one is ungrounded."""
     script: dict[str, list[Any]] = {"answer": [UNGROUNDED, GROUNDED]}
     context = Context(
-        collection="test-hr", data_dir=hr_store_dir, n_samples=3, use_principle_refinement=False, answer_style="write"
+        collection="test-hr",
+        data_dir=hr_store_dir,
+        models={"n_samples": 3},
+        use_principle_refinement=False,
+        answer_style="write",
     )
     model = ScriptedChatModel(script=script, seed=1)  # seed 1 draws the ungrounded reply, then the grounded one
     result = _turn(model, hr_store, context)
     answer_calls = [i for i, (task, _) in enumerate(model.calls) if task == "answer"]
     assert len(answer_calls) == 3
-    assert [model.temperatures[i] for i in answer_calls] == [context.temperature] + [context.sample_temperature] * 2
+    assert [model.temperatures[i] for i in answer_calls] == [context.models.temperature] + [
+        context.models.sample_temperature
+    ] * 2
     assert result["answer"].startswith(GROUNDED.removesuffix("."))
     assert result["passed"] and result["reground_attempts"] == 0, result
     # With one sample the greedy, ungrounded reply fails the check and the turn needs a re-grounding round.
     single_model = ScriptedChatModel(script=script, seed=1)
-    single = _turn(single_model, hr_store, context.with_(n_samples=1))
+    single = _turn(
+        single_model,
+        hr_store,
+        context.with_(
+            models={"n_samples": 1},
+        ),
+    )
     # Greedy calls only: the answer, the query rewrite (a first turn has no dialogue to force into the query) and
     # the second answer.
-    assert single["reground_attempts"] == 1 and single_model.temperatures == [context.temperature] * 3
+    assert single["reground_attempts"] == 1 and single_model.temperatures == [context.models.temperature] * 3
 
 
 def test_llm_keywords_come_from_the_structured_reply(hr_store: Any, hr_store_dir: str) -> None:
@@ -151,10 +163,12 @@ def test_rewording_the_answer_prompt_changes_nothing_but_the_prompt(
     original = _answer_prompts()[name]
     reworded = _reword(original)
     monkeypatch.setattr(answer_prompts, name, reworded)
-    fields = {"answer_prompt": reworded} if name == "TASK" else {}
+    fields = {"prompts": {"answer_prompt": reworded}} if name == "TASK" else {}
     context = Context(collection="test-hr", data_dir=hr_store_dir, answer_style="write", **fields)
     if name != "TASK":
-        context = context.with_(use_self_check=True)
+        context = context.with_(
+            evidence={"use_self_check": True},
+        )
     model = ScriptedChatModel(script={"answer": [GROUNDED]})
     result = _turn(model, hr_store, context)
     answer_prompt = str(model.calls[[t for t, _ in model.calls].index("answer")][1][-1].content)

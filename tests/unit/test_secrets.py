@@ -78,7 +78,10 @@ def test_api_key_is_used_but_never_shown_or_stored(
     checkpointer = InMemorySaver()
     graph = build_graph(store=hr_store, checkpointer=checkpointer)
     context = Context(
-        collection="test-hr", chat_model="openai:gpt-4o-mini", max_reground_attempts=1, answer_style="write"
+        collection="test-hr",
+        chat_model="openai:gpt-4o-mini",
+        groundedness={"max_reground_attempts": 1},
+        answer_style="write",
     )
     recorder = Recorder()
     config = run_config(context, configurable={"thread_id": "secret"}, callbacks=[recorder])

@@ -186,10 +186,13 @@ def test_hnsw_search_keeps_to_the_scope_like_exact_search(hr_store: Any) -> None
 def test_reads_of_the_whole_collection_go_page_by_page(
     store: PassageStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from dataclasses import replace
+
     import reground.tools.stores.store as store_module
 
     whole = store.load_snapshot()
-    monkeypatch.setattr(store_module, "SNAPSHOT_PAGE", 1)  # every read of the collection takes several pages
+    # every read of the collection takes several pages
+    monkeypatch.setattr(store_module, "STORE_IO", replace(store_module.STORE_IO, snapshot_page=1))
     paged = store.load_snapshot()
     assert sorted(c["chunk_id"] for c in paged.chunks) == sorted(c["chunk_id"] for c in whole.chunks)
     assert len(paged.chunks) >= 2 and len(paged.row_ids) == len(paged.chunks) == len(paged.vectors)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,9 @@ def test_a_read_that_keeps_failing_is_one_clear_store_error(
         raise InternalError("Error finding id")
 
     monkeypatch.setattr(store, "_read_live", broken)
-    monkeypatch.setattr("reground.tools.stores.store.SNAPSHOT_BACKOFF_S", 0.0)
+    import reground.tools.stores.store as store_module
+
+    monkeypatch.setattr(store_module, "STORE_IO", replace(store_module.STORE_IO, snapshot_backoff_s=0.0))
     with pytest.raises(StoreError, match=r"changed during each of \d+ reads"):
         store.load_snapshot()
 

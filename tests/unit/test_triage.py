@@ -80,7 +80,13 @@ def test_a_follow_up_nothing_covers_retries_once_then_abstains(hr_store: Any, co
 
 def test_no_early_abstention_below_a_zero_threshold(hr_store: Any, context: Context) -> None:
     graph = build_graph(chat_model=ScriptedChatModel(), store=hr_store, checkpointer=InMemorySaver())
-    (result,) = turns(graph, context.with_(support_threshold=0.0), "Which brand of hard candy tastes best?")
+    (result,) = turns(
+        graph,
+        context.with_(
+            triage={"support_threshold": 0.0},
+        ),
+        "Which brand of hard candy tastes best?",
+    )
     assert result["kind"] != "abstain" or "support" not in (result["fallback_reason"] or "")
 
 
@@ -153,8 +159,7 @@ def test_an_opening_question_may_need_fewer_readings_to_ask_back(leave_store: tu
         collection="leave-policies",
         data_dir=data_dir,
         metadata_filter={"region": "europe"},
-        clarify_min_readings=4,
-        clarify_min_readings_opening=3,
+        triage={"clarify_min_readings": 4, "clarify_min_readings_opening": 3},
     )
     graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
     question = "How many days of annual leave does the policy give?"
@@ -169,14 +174,21 @@ def test_an_opening_question_may_need_fewer_readings_to_ask_back(leave_store: tu
 def test_a_reading_count_triage_can_never_find_is_refused(field: str) -> None:
     # readings() stops at MAX_READINGS, so five could never be found and asking back would silently be off.
     assert inspect.signature(readings).parameters["limit"].default == MAX_READINGS == 4
-    with pytest.raises(ContextError, match=rf"'{field}': at most 4, got 5: triage finds at most 4 readings"):
-        Context(**{field: 5})
-    assert getattr(Context(**{field: 4}), field) == 4
+    message = rf"'triage.{field}': at most 4, got 5: triage finds at most 4 readings"
+    with pytest.raises(ContextError, match=message):
+        Context(triage={field: 5})
+    with pytest.raises(ContextError, match=message):
+        Context(**{f"triage.{field}": 5})
+    with pytest.raises(ContextError, match=message):
+        Context().with_(triage={field: 5})
+    assert getattr(Context(triage={field: 4}).triage, field) == 4
 
 
 def test_a_partial_answer_says_what_the_documents_do_not_mention(hr_store: Any, context: Context) -> None:
     graph = build_graph(chat_model=ScriptedChatModel(), store=hr_store, checkpointer=InMemorySaver())
-    ctx = context.with_(partial_coverage=0.9)
+    ctx = context.with_(
+        triage={"partial_coverage": 0.9},
+    )
     (result,) = turns(graph, ctx, "How many days of annual leave do full-time employees in Germany get on Mars?")
     assert result["kind"] == "partial" and result["passed"]
     assert "mars" in result["missing"]
@@ -187,7 +199,10 @@ def test_a_partial_answer_says_what_the_documents_do_not_mention(hr_store: Any, 
 def test_a_written_not_found_reply_is_an_abstention(hr_store: Any, context: Context) -> None:
     model = ScriptedChatModel(script={"answer": [f"The documents do not cover this; {context.escalation}."]})
     graph = build_graph(chat_model=model, store=hr_store, checkpointer=InMemorySaver())
-    ctx = context.with_(answer_style="write", max_reground_attempts=0)
+    ctx = context.with_(
+        answer_style="write",
+        groundedness={"max_reground_attempts": 0},
+    )
     (result,) = turns(graph, ctx, "How many days of annual leave do full-time employees in Germany get?")
     assert result["kind"] == "abstain" and not result["passed"]
 
@@ -270,14 +285,22 @@ def test_the_support_threshold_comes_from_the_calibration_file(tmp_path: Path) -
     assert Context(data_dir=str(tmp_path)).resolved_support_threshold() == DEFAULT_SUPPORT_THRESHOLD
     (tmp_path / "calibration.json").write_text(json.dumps({"support_threshold": 0.42}), encoding="utf-8")
     assert Context(data_dir=str(tmp_path)).resolved_support_threshold() == 0.42
-    assert Context(data_dir=str(tmp_path), support_threshold=0.0).resolved_support_threshold() == 0.0
+    assert (
+        Context(
+            data_dir=str(tmp_path),
+            triage={"support_threshold": 0.0},
+        ).resolved_support_threshold()
+        == 0.0
+    )
 
 
 def test_an_extracted_reply_is_not_rewritten_by_principle_refinement(hr_store: Any, context: Context) -> None:
     """ProMiSe refines written replies; asked to make a quoted sentence 'more specific' a small model invents."""
     model = ScriptedChatModel(script={"refine": ["Invented details about leave."]})
     graph = build_graph(chat_model=model, store=hr_store, checkpointer=InMemorySaver())
-    ctx = context.with_(specificity_threshold=0.99, faithfulness_threshold=0.99)
+    ctx = context.with_(
+        refinement={"specificity_threshold": 0.99, "faithfulness_threshold": 0.99},
+    )
     (result,) = turns(graph, ctx, "How many days of annual leave do full-time employees in Germany get?")
     assert result["refine_iterations"] == 0 and model.calls == [] and result["passed"]
     assert "Invented" not in result["answer"]
@@ -407,7 +430,12 @@ def test_a_hedge_says_the_documents_come_only_close(demo_store: tuple[Any, str])
     """Between the two calibrated thresholds the reply is the closest sentence, said as such, with its citation."""
     store, data_dir = demo_store
     graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
-    context = Context(collection="demo", data_dir=data_dir, metadata_filter=DEMO_SCOPE, judge_answer_threshold=1.0)
+    context = Context(
+        collection="demo",
+        data_dir=data_dir,
+        metadata_filter=DEMO_SCOPE,
+        triage={"judge_answer_threshold": 1.0},
+    )
     (result,) = turns(graph, context, "How many days of annual leave do I get per year?")
     assert result["kind"] == "hedge" and result["passed"]
     assert result["answer"].startswith("The documents do not say this exactly. The closest they come is: ")

@@ -62,7 +62,7 @@ def model_failure(model: BaseChatModel, exc: BaseException) -> LLMUnavailableErr
         if name in _TIMEOUT_ERRORS:
             return LLMTimeoutError(
                 f"The chat model at {url} did not reply in time ({name}). It may be overloaded: retry, raise "
-                "llm_timeout_s (REGROUND_LLM_TIMEOUT_S), or check the server with `reground llm status`."
+                "models.llm_timeout_s (REGROUND_MODELS__LLM_TIMEOUT_S), or check the server with `reground llm status`."
             )
         if name in _CONNECTION_ERRORS or isinstance(current, ConnectionError):
             return LLMUnavailableError(

@@ -22,21 +22,24 @@ from reground.prompts import query_transforms as prompts
 from reground.prompts.formatting import format_history
 from reground.tools.adapters.chat import CallStats, one_line
 from reground.tools.adapters.structured import call_json
-from reground.tools.retrieval.search import TRANSFORMS, QueryTransform, check_transform
 from reground.tools.text.tokens import count_tokens, tail_tokens
+from reground.tools.tuning.retrieval import (
+    QUERY_TRANSFORMS,
+    TRANSFORMS,
+    QueryTransform,
+    RetrievalSettings,
+    check_transform,
+)
 
 __all__ = ["TRANSFORMS", "QueryTransform", "transform_query"]
-
-MAX_TEXT_CHARS = 600  # one expansion longer than this is cut (a runaway reply would dominate the embedding)
-MAX_ITEMS = 5  # a reply's list is cut to this many texts (each one is one more search)
 
 
 def _search_texts(value: list[str]) -> list[str]:
     items = list(dict.fromkeys(" ".join(v.split()) for v in value if len(v.split()) >= 1))
-    items = [i[:MAX_TEXT_CHARS] for i in items if i]
+    items = [i[: QUERY_TRANSFORMS.max_text_chars] for i in items if i]
     if not items:
         raise ValueError("no non-empty item")
-    return items[:MAX_ITEMS]
+    return items[: QUERY_TRANSFORMS.max_items]
 
 
 # A reply's list of texts to search with: white space folded, repeats and empty items dropped, each one cut.
@@ -51,7 +54,9 @@ class HypotheticalPassage(BaseModel):
     @field_validator("passage")
     @classmethod
     def _some_words(cls, value: str) -> str:
-        return one_line(value, min_words=3, problem="the passage has fewer than 3 words")[:MAX_TEXT_CHARS]
+        words = QUERY_TRANSFORMS.min_passage_words
+        passage = one_line(value, min_words=words, problem=f"the passage has fewer than {words} words")
+        return passage[: QUERY_TRANSFORMS.max_text_chars]
 
 
 class IntendedTopics(BaseModel):
@@ -118,8 +123,8 @@ def transform_query(
     history: Sequence[Mapping[str, str]],
     stats: CallStats,
     *,
-    history_tokens: int = 200,
-    max_tokens: int = 160,
+    history_tokens: int = RetrievalSettings.transform_history_tokens,
+    max_tokens: int = RetrievalSettings.transform_max_tokens,
 ) -> tuple[str, ...]:
     """The texts the transform `name` adds to the search for this turn (() for "none").
 

@@ -10,15 +10,18 @@ to every store call, so nothing outside the user's scope is ever ranked.
 from __future__ import annotations
 
 import json
+from array import array
 from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol, get_args
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import numpy as np
 from reground.tools.signals.answerability import stands_alone
 from reground.tools.text.lexical import BM25, content_terms, idf_overlap, words
 from reground.tools.text.tokens import history_query
+from reground.tools.tuning.retrieval import RERANK, SEARCH, RetrievalSettings
+from reground.tools.tuning.turn import BUDGETS
 from reground.tools.types import Chunk, Passage, is_assistant
 
 __all__ = ["content_terms"]  # re-exported: evals measure spans with the retrieval's tokeniser
@@ -83,108 +86,10 @@ class RetrievalQuery:
     phrase_query: str = ""
 
 
-SAME_DOCUMENT_PENALTY = 0.03
 # The texts chunk-level signals search, and the whole-document signals with the text each one reads
 # (see RetrievalSettings.weights).
 CHUNK_TEXTS = ("question", "history", "topic")
 DOCUMENT_SIGNALS = {"document_lexical": "history", "document_question": "question", "document_phrases": "phrases"}
-# The query transforms `RetrievalSettings.query_transform` selects (query_transforms.py writes their texts).
-QueryTransform = Literal["none", "hyde", "topics", "multi_query"]
-TRANSFORMS: tuple[str, ...] = get_args(QueryTransform)
-
-
-def check_transform(name: str) -> str:
-    """The transform's name, or ValueError listing the known ones."""
-    if name not in TRANSFORMS:
-        raise ValueError(f"unknown query transform {name!r}: use one of {', '.join(TRANSFORMS)}")
-    return name
-
-
-@dataclass(frozen=True)
-class RetrievalSettings:
-    """Knobs of the stack; defaults were tuned on doc2dial cases_dev (evals/results/retrieval_dev)."""
-
-    chunk_k: int = 150  # chunks fetched per lexical/dense search before reducing them to documents
-    # Weights of the document signals: chunk-level rankings named {lexical|dense}_{history|question}
-    # (a document scores its best chunk) and `document_lexical` (BM25 over whole documents).
-    # Signal names: {lexical|dense}_{history|question|topic} rank chunks with BM25 or MiniLM for the question plus
-    # recent dialogue, the question alone, or the conversation's opening exchange (a document scores its best
-    # chunk); document_lexical and document_question are BM25 over whole documents for the history query and the
-    # question, document_phrases the phrase match below, all three on the leading documents only
-    # (`rerank_candidates`). Each signal is max-normalised, then weighted and summed.
-    # Tuned on one half of doc2dial dev (dialogues split by a seeded hash), checked on the other half
-    # (evals/README.md "Retrieval"): the opening exchange names the topic that later short turns ("yes", "and for a
-    # child?") only imply.
-    weights: Mapping[str, float] = field(
-        default_factory=lambda: {
-            "lexical_history": 0.9,
-            "dense_topic": 1.75,
-            "document_lexical": 1.25,
-            "document_question": 0.3,
-            "document_phrases": 0.5,
-        }
-    )
-    # document_phrases: the share of the phrase query's word n-grams (stopwords kept) that a document holds
-    # verbatim; replies quote their documents, so a conversation's phrases point to the document it is about.
-    phrase_ngram: int = 4
-    phrase_history_tokens: int = 400  # dialogue tokens in the phrase query (conversation_query's phrase budget)
-    fusion: Literal["score", "rrf"] = "score"  # max-normalised score sum, or reciprocal rank fusion
-    rrf_k: int = 60
-    rerank_candidates: int = 40  # documents the whole-document signals rescore (the fused top) ...
-    signal_leaders: int = 5  # ... plus each chunk-level signal's own top documents
-    # How a chunk-level signal's document scores are scaled before weighting: "max" (score / best) or "minmax"
-    # ((score - lowest found) / (best - lowest found)), which spreads dense cosines that all sit near the best.
-    normalization: Literal["max", "minmax"] = "max"
-    # Weight of the keyword cosines' sum in the paragraph score (ConvRAG's fine-grained term). 0 since 2026-11-25: on
-    # the 2,456 doc2dial dev turns with a gold answer (whole graph, scripted model) the 3 passages held the gold
-    # document in 0.922 of turns without it and 0.917 with 1.0, token F1 equal (0.276), and each keyword cost a row in
-    # the turn's embedding call. The keywords still reach the lexical signals.
-    keyword_weight: float = 0.0
-    lexical_paragraph_weight: float = 0.3  # weight of a BM25-like term in the paragraph score
-    doc_prior_weight: float = 3.0  # weight of the normalised document score in a paragraph's score
-    history_paragraph_weight: float = 0.5  # weight of cos(E(history query), E(p)) in the paragraph score
-    # Document-aware selection of candidates and kept passages: a passage loses this much of its (max-normalised)
-    # score per passage already taken from its document, so the top documents each get their best paragraph
-    # before a second paragraph of one document; 0 = plain score order.
-    same_document_penalty: float = SAME_DOCUMENT_PENALTY
-    # The default rerank (`sentence_rerank`): a candidate's retrieval score (max-normalised) plus this weight times
-    # the cosine of its sentence closest to the question. On the 2,456 doc2dial dev turns with a gold answer (whole
-    # graph, scripted model) the 3 kept passages held the gold document in 0.921 of turns with the fusion rerank,
-    # 0.928 with the retrieval order alone, and 0.931 / 0.933 / 0.932 / 0.931 with weights 0.2 / 0.3 / 0.45 / 0.6
-    # (first turns: 0.769 fusion, 0.785 retrieval order, 0.806 at 0.3); evals/README.md, "Rerank".
-    sentence_rerank_weight: float = 0.3
-    # Topic shifts: a user message of at least `shift_min_terms` content words the documents use (a message in words
-    # they never use, e.g. another language, matches nothing anywhere) whose best match inside the document
-    # the conversation points to is weak next to its best match anywhere (`fit`: the ratio of the two, for MiniLM
-    # and for BM25, the larger one, is below `shift_max_fit`) opens a new topic: from that turn on, the topic signal
-    # searches that message (and the reply to it) instead of the conversation's opening exchange, and the phrase
-    # signal reads only the replies since.
-    # For the turn that opens it, the signals reading the earlier dialogue are weighted by `shift_history_weight`
-    # (0 drops them) and the question-only chunk signals get `shift_question_weight`.
-    # A user message needs only `shift_min_terms_standalone` known content words when it stands alone (no
-    # pronoun, ellipsis or unnamed definite reference: tools/answerability.stands_alone) and shares no content word
-    # with the dialogue: "How do I book a flight for a business trip?" after parental leave has three. Earlier
-    # messages are judged by the same rule, so the new topic holds for the follow-ups after it. On all 2,945 dev
-    # cases the rule costs r@1 0.8543 -> 0.8516 and passages r@3 0.9314 -> 0.9304; without the shared-word gate,
-    # generic in-topic follow-ups ("Can I pay with my bank account?") shifted: r@1 0.8520, passages r@3 0.9294 for
-    # the current question alone.
-    detect_topic_shift: bool = True
-    shift_min_terms: int = 8
-    shift_min_terms_standalone: int = 3
-    shift_max_fit: float = 0.5
-    shift_history_weight: float = 1.0
-    shift_question_weight: float = 0.0
-    # Query transforms (query_transforms.py, the HR chatbot paper's; one LLM call a turn with the refiner
-    # model): "hyde" and "topics" add the dense search of the texts the model wrote as one more document signal
-    # (weight `transform_weight`); "multi_query" searches each variant alone with the whole stack and fuses the
-    # rankings with the original query's by reciprocal rank (the original weighted 1, each variant `transform_weight`).
-    query_transform: QueryTransform = "none"
-    transform_weight: float = 1.0
-    transform_history_tokens: int = 200  # dialogue shown to the model that writes the texts
-    transform_max_tokens: int = 160  # reply cap of that call
-
-    def __post_init__(self) -> None:
-        check_transform(self.query_transform)
 
 
 def _turn(turn: tuple[str, str] | Mapping[str, str]) -> tuple[str, str]:
@@ -196,12 +101,12 @@ def _turn(turn: tuple[str, str] | Mapping[str, str]) -> tuple[str, str]:
 def conversation_query(
     question: str,
     history: Sequence[tuple[str, str] | Mapping[str, str]],
-    budget_tokens: int = 100,
+    budget_tokens: int = SEARCH.history_tokens,
     *,
     search_question: str | None = None,
     keywords: Sequence[str] = (),
     expansions: Sequence[str] = (),
-    phrase_tokens: int = 400,
+    phrase_tokens: int = SEARCH.phrase_tokens,
 ) -> RetrievalQuery:
     """The query of a conversation turn: the question (or a rewrite of it, `search_question`), the question plus
     recent dialogue (`budget_tokens`), the latest assistant replies (`phrase_tokens` of them: the phrase query),
@@ -236,7 +141,7 @@ def conversation_query(
 
 
 def reciprocal_rank_fusion(
-    rankings: Sequence[Sequence[str]], k: int = 60, weights: Sequence[float] | None = None
+    rankings: Sequence[Sequence[str]], k: int = SEARCH.rrf_k, weights: Sequence[float] | None = None
 ) -> list[tuple[str, float]]:
     """Weighted RRF: score(d) = Σ_i w_i / (k + rank_i(d)), ranks from 1; ties keep first-seen order."""
     if weights is not None and len(weights) != len(rankings):
@@ -260,6 +165,15 @@ def _best_per_document(hits: Sequence[tuple[Chunk, float]]) -> dict[str, float]:
     return best
 
 
+class DocumentScorer(Protocol):
+    """Whole-document BM25 as retrieval asks it: `DocumentTermIndex` in memory, or a store's own
+    (`document_term_index(where)`, e.g. tools/stores/postgres.py, whose statistics live in the engine)."""
+
+    def knows(self, term: str) -> bool: ...
+
+    def scores(self, query: str, doc_ids: Sequence[str]) -> dict[str, float]: ...
+
+
 class DocumentTermIndex:
     """BM25 over whole documents (title + all chunks): long documents whose answer is spread over
     many chunks are ranked by all their evidence, not only by their best chunk."""
@@ -277,6 +191,10 @@ class DocumentTermIndex:
                 terms[chunk["doc_id"]] = content_terms(chunk["title"])
             terms[chunk["doc_id"]].extend(content_terms(chunk["text"]))
         return cls(terms)
+
+    def knows(self, term: str) -> bool:
+        """Whether some document holds the term."""
+        return self.bm25.knows(term)
 
     def scores(self, query: str, doc_ids: Sequence[str]) -> dict[str, float]:
         """{doc_id: BM25 score} of the named documents (0 for one the index does not hold)."""
@@ -322,12 +240,27 @@ def _ngrams(tokens: Sequence[str], n: int) -> set[int]:
     return {hash(tuple(tokens[i : i + n])) for i in range(len(tokens) - n + 1)}
 
 
-def phrase_containment(text: str, documents: Mapping[str, frozenset[int]], n: int) -> dict[str, float]:
-    """{doc_id: share of the text's word n-grams the document holds}, given each document's n-gram hashes."""
+def packed_ngrams(grams: set[int]) -> array:
+    """N-gram hashes as a sorted int64 array: 8 bytes a hash where a frozenset takes ~70 (the per-document phrase
+    cache held ~100 MB after 70 turns over a large collection; ~13 MB packed)."""
+    return array("q", sorted(grams))
+
+
+def phrase_containment(text: str, documents: Mapping[str, frozenset[int] | array], n: int) -> dict[str, float]:
+    """{doc_id: share of the text's word n-grams the document holds}, given each document's n-gram hashes (a set, or
+    `packed_ngrams`)."""
     grams = _ngrams(words(text), n)
     if not grams:
         return dict.fromkeys(documents, 0.0)
-    return {doc_id: len(grams & held) / len(grams) for doc_id, held in documents.items()}
+    wanted = np.fromiter(grams, dtype=np.int64, count=len(grams))
+    out: dict[str, float] = {}
+    for doc_id, held in documents.items():
+        if isinstance(held, array):
+            found = int(np.isin(wanted, np.frombuffer(held, dtype=np.int64), assume_unique=True).sum()) if held else 0
+        else:
+            found = len(grams & held)
+        out[doc_id] = found / len(grams)
+    return out
 
 
 def _minmax(values: np.ndarray) -> np.ndarray:
@@ -345,7 +278,7 @@ class HybridRetriever:
         store: SearchStore,
         settings: RetrievalSettings | None = None,
         *,
-        cache_size: int = 4096,
+        cache_size: int = SEARCH.cache_size,
     ) -> None:
         self.store = store
         self.settings = settings or RetrievalSettings()
@@ -353,7 +286,7 @@ class HybridRetriever:
         self._cache_size = cache_size
         self._doc_indexes: OrderedDict[tuple[int, str], DocumentTermIndex] = OrderedDict()
         self._shifted: OrderedDict[str, bool] = OrderedDict()  # topic-shift decisions (earlier turns recur)
-        self._phrases: OrderedDict[tuple[int, str, str], frozenset[int]] = OrderedDict()  # n-grams per document
+        self._phrases: OrderedDict[tuple[int, str, str], array] = OrderedDict()  # n-grams per document
 
     # --- embeddings (cached: the graph re-embeds the same question across loops) --------------
 
@@ -414,7 +347,7 @@ class HybridRetriever:
         message = message.strip()
         if message_history.strip() == message:
             return False
-        index = self.document_index(where).bm25
+        index = self.document_index(where)
         if sum(index.knows(t) for t in set(content_terms(message))) < (min_terms or s.shift_min_terms):
             return False  # short, or in words the documents do not use (another language): no evidence of a shift
         key = json.dumps([message, message_history, topic, where], sort_keys=True, default=str)
@@ -573,9 +506,7 @@ class HybridRetriever:
             fused = rescored + [(d, f) for d, f in fused[cut:] if d not in total]
         return fused[:k]
 
-    def document_phrases(
-        self, doc_ids: Sequence[str], where: dict[str, Any] | None = None
-    ) -> dict[str, frozenset[int]]:
+    def document_phrases(self, doc_ids: Sequence[str], where: dict[str, Any] | None = None) -> dict[str, array]:
         """Each document's word n-grams (title and every chunk in scope, stopwords kept), read lazily and cached per
         document and store size, so only the documents a query leads with are ever read."""
         n, size, scope = self.settings.phrase_ngram, self.store.count(), json.dumps(where or {}, sort_keys=True)
@@ -587,19 +518,24 @@ class HybridRetriever:
                     tokens[chunk["doc_id"]] = words(chunk["title"])
                 tokens[chunk["doc_id"]].extend(words(chunk["text"]))
             for d in missing:
-                self._phrases[(size, scope, d)] = frozenset(_ngrams(tokens.get(d, []), n))
+                self._phrases[(size, scope, d)] = packed_ngrams(_ngrams(tokens.get(d, []), n))
                 while len(self._phrases) > self._cache_size:
                     self._phrases.popitem(last=False)
         return {d: self._phrases[(size, scope, d)] for d in doc_ids}
 
-    def document_index(self, where: dict[str, Any] | None = None) -> DocumentTermIndex:
-        """Term statistics of the whole documents in scope (built once per scope and store size)."""
+    def document_index(self, where: dict[str, Any] | None = None) -> DocumentScorer:
+        """Term statistics of the whole documents in scope: the store's own when it keeps them (a search engine
+        backend: nothing is loaded here), else built in memory once per scope and store size."""
+        own = getattr(self.store, "document_term_index", None)
+        if callable(own):
+            scorer: DocumentScorer = own(where)
+            return scorer
         key = (self.store.count(), json.dumps(where or {}, sort_keys=True, default=str))
         index = self._doc_indexes.get(key)
         if index is None:
             index = DocumentTermIndex.from_chunks(self.store.all_chunks(where=where))
             self._doc_indexes[key] = index
-            while len(self._doc_indexes) > 8:
+            while len(self._doc_indexes) > SEARCH.document_indexes:
                 self._doc_indexes.popitem(last=False)
         return index
 
@@ -610,8 +546,8 @@ class HybridRetriever:
         query: RetrievalQuery,
         *,
         where: dict[str, Any] | None,
-        doc_k: int = 8,
-        paragraph_k: int = 8,
+        doc_k: int = BUDGETS.doc_candidates,
+        paragraph_k: int = BUDGETS.paragraph_candidates,
         paragraph_scoring: bool = True,
     ) -> list[Passage]:
         """The paragraph_k best chunks of the doc_k best documents, with doc/paragraph scores filled."""
@@ -632,7 +568,9 @@ class HybridRetriever:
         else:
             # Without fine-grained scoring: documents in fused order, chunks in document order.
             para = np.zeros(len(chunks), dtype=np.float32)
-            final = -np.array([doc_rank[c["doc_id"]] * 10_000 + c["position"] for c in chunks], dtype=np.float32)
+            final = -np.array(
+                [doc_rank[c["doc_id"]] * SEARCH.document_rank_stride + c["position"] for c in chunks], dtype=np.float32
+            )
         if paragraph_scoring:
             order = select_across_documents(
                 final.tolist(), [c["doc_id"] for c in chunks], paragraph_k, self.settings.same_document_penalty
@@ -682,7 +620,7 @@ def _overlap_scores(query: RetrievalQuery, chunks: Sequence[Chunk]) -> np.ndarra
 
 
 def select_across_documents(
-    scores: Sequence[float], doc_ids: Sequence[str], n: int, penalty: float = SAME_DOCUMENT_PENALTY
+    scores: Sequence[float], doc_ids: Sequence[str], n: int, penalty: float = RetrievalSettings.same_document_penalty
 ) -> list[int]:
     """Greedy document-aware MMR: indexes of n items, each pick maximising its max-normalised score minus
     `penalty` × (items already picked from its document). Ties keep input order; penalty 0 = top n by score."""
@@ -709,7 +647,7 @@ def sentence_rerank(
     sentence_cosines: Sequence[float],
     n: int,
     weight: float,
-    penalty: float = SAME_DOCUMENT_PENALTY,
+    penalty: float = RetrievalSettings.same_document_penalty,
 ) -> list[Passage]:
     """Rerank without an LLM: each candidate's retrieval score (max-normalised) plus `weight` x the cosine of its
     sentence closest to the question (`tools/evidence.best_sentence_cosines`), then keep n with the document-aware
@@ -728,7 +666,9 @@ def sentence_rerank(
     ]
 
 
-def fuse_rerank(passages: list[Passage], n: int, penalty: float = SAME_DOCUMENT_PENALTY) -> list[Passage]:
+def fuse_rerank(
+    passages: list[Passage], n: int, penalty: float = RetrievalSettings.same_document_penalty
+) -> list[Passage]:
     """Rerank without an LLM: RRF of the retrieval, paragraph-score and document-score orders, then keep n
     with the document-aware selection (`select_across_documents`), so one document cannot take every slot."""
     if not passages:
@@ -740,7 +680,7 @@ def fuse_rerank(passages: list[Passage], n: int, penalty: float = SAME_DOCUMENT_
     )
     by_doc = sorted(ids, key=lambda i: -passages[int(i)].get("doc_score", 0.0))
     by_retrieval = sorted(ids, key=lambda i: -passages[int(i)].get("score", 0.0))
-    fused = reciprocal_rank_fusion([by_retrieval, by_para, by_doc], k=10, weights=[1.0, 0.5, 0.5])
+    fused = reciprocal_rank_fusion([by_retrieval, by_para, by_doc], k=RERANK.fusion_k, weights=RERANK.fusion_weights)
     chosen = select_across_documents(
         [score for _, score in fused], [passages[int(i)]["doc_id"] for i, _ in fused], n, penalty
     )

@@ -25,6 +25,7 @@ from reground.tools.stores.vector_store import VectorStore
 from reground.tools.text.chunking import DEFAULT_MAX_TOKENS, chunk_document
 from reground.tools.text.loaders import MAX_FILE_BYTES, Document, LoadError, load_paths
 from reground.tools.text.terminal import strip_terminal_controls
+from reground.tools.tuning.stores import INGEST
 from reground.tools.types import Chunk
 from tqdm import tqdm
 
@@ -144,7 +145,7 @@ def _ingest_locked(
         if callable(write_embedded):
             # Chunking, embedding and writing overlap: two worker threads chunk and embed the next documents
             # (onnxruntime releases the GIL) while this thread writes, under its write lock, the one before.
-            stream = pipeline(todo, [_chunker(max_tokens), _embedder(store)], depth=PIPELINE_DEPTH)
+            stream = pipeline(todo, [_chunker(max_tokens), _embedder(store)], depth=INGEST.pipeline_depth)
             try:
                 for (doc, digest), chunks, embedded in stream:
                     if chunks:
@@ -197,7 +198,6 @@ def _embedder(store: VectorStore) -> Callable[[Any], Any]:
     return stage
 
 
-PIPELINE_DEPTH = 4  # items each stage may run ahead of the next (bounded memory)
 _DONE = object()
 
 
@@ -220,7 +220,7 @@ def pipeline(items: Sequence[Any], stages: Sequence[Callable[[Any], Any]], *, de
     def put(target: queue.Queue[Any], value: Any) -> bool:
         while not stop.is_set():
             try:
-                target.put(value, timeout=0.1)
+                target.put(value, timeout=INGEST.queue_poll_s)
                 return True
             except queue.Full:
                 continue
@@ -260,7 +260,7 @@ def pipeline(items: Sequence[Any], stages: Sequence[Callable[[Any], Any]], *, de
             with contextlib.suppress(queue.Full):
                 source.put_nowait(_DONE)
         for thread in threads:
-            thread.join(timeout=5.0)
+            thread.join(timeout=INGEST.join_timeout_s)
 
 
 def _stderr_line(message: str) -> None:

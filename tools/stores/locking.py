@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from reground.tools.tuning.stores import LOCKS
+
 WaitNotice = Callable[[str], None]
 
 
@@ -34,8 +36,8 @@ def lock_path(data_dir: Path, collection: str, chroma_url: str = "") -> Path:
     """
     if not chroma_url:
         return data_dir / "locks" / f"{collection}.lock"
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", chroma_url)[:60]
-    name = f"{safe}-{hashlib.sha256(chroma_url.encode()).hexdigest()[:8]}-{collection}"
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", chroma_url)[: LOCKS.url_chars]
+    name = f"{safe}-{hashlib.sha256(chroma_url.encode()).hexdigest()[:8]}-{collection}"  # fact: the lock name format
     return Path(tempfile.gettempdir()) / f"reground-locks-{os.getuid()}" / f"{name}.lock"
 
 
@@ -43,7 +45,7 @@ def _holder(handle: int) -> str:
     """The pid the current holder wrote, or '?' (it may be between open and write)."""
     with contextlib.suppress(OSError, ValueError):
         os.lseek(handle, 0, os.SEEK_SET)
-        raw = os.read(handle, 32).decode().strip()
+        raw = os.read(handle, 32).decode().strip()  # fact: a pid has at most 20 digits
         return str(int(raw)) if raw else "?"
     return "?"
 
@@ -62,7 +64,7 @@ def collection_lock(
     the lock is free (or `timeout_s` passes: TimeoutError).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # fact: rw-r--r--
     started = time.monotonic()
     try:
         try:
@@ -82,7 +84,7 @@ def collection_lock(
                                 f"another ingest into {collection} (pid {_holder(handle)}) held its lock "
                                 f"for over {timeout_s:.0f} s"
                             ) from None
-                        time.sleep(0.05)
+                        time.sleep(LOCKS.poll_s)
         waited = time.monotonic() - started
         os.ftruncate(handle, 0)
         os.pwrite(handle, f"{os.getpid()}\n".encode(), 0)
@@ -99,7 +101,7 @@ def collection_lock(
 def try_collection_lock(path: Path) -> int | None:
     """The lock taken without waiting (an fd to pass to `release`), or None if another writer holds it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # fact: rw-r--r--
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -119,7 +121,7 @@ def store_init_lock(data_dir: Path) -> Iterator[None]:
     """Held briefly while a process opens the embedded store's database (its first open creates it)."""
     path = data_dir / "locks" / "store-open.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # fact: rw-r--r--
     try:
         fcntl.flock(handle, fcntl.LOCK_EX)
         yield

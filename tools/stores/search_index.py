@@ -13,7 +13,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,6 +25,7 @@ from reground.tools.stores.vector_store import (
     unpack_sentence_vectors,
 )
 from reground.tools.text.lexical import BM25, lexical_tokens
+from reground.tools.tuning.stores import STORE_IO, IndexSettings
 from reground.tools.types import Chunk
 
 MATCH_ANY = "all"
@@ -117,32 +117,6 @@ def scope_miss(where: Where, collection: str, metadatas: Sequence[Mapping[str, A
     reach = "only documents marked 'all' were searched" if covered else "so the scope matched no documents"
     message = f"no document in collection {collection!r} has {' or '.join(absent)}: {reach}"
     return f"{message}; {' '.join(hints)}" if hints else f"{message}; check the filter's values"
-
-
-@dataclass(frozen=True)
-class IndexSettings:
-    """How dense search runs. `exact`: every vector in memory, a matrix product per query (exact; memory and time
-    grow with the collection). `hnsw`: the store's own approximate index (Chroma's HNSW), no vectors in memory.
-    `auto`: hnsw from `ann_min_chunks` live chunks on. Measured (evals/results/bench.json, `scale`; busy machine,
-    median of a dense search): 2,218 chunks exact 0.4 ms, HNSW 6 ms; 20,000 a toss-up (6 vs 23 ms in one run, 11
-    vs 3 ms in another); 200,000 exact 42 ms, HNSW 4 ms, HNSW's top 10 holding 97% of the exact top 10's source
-    documents. Exact search grows linearly, so the switch sits between: 50,000 (~10 ms exact). Embedded, Chroma
-    keeps its HNSW index in the same process, so memory hardly drops; with a Chroma server it is the server's."""
-
-    dense: str = "auto"
-    ann_min_chunks: int = 50_000
-    ann_oversample: int = 3  # neighbours asked per wanted hit: rows outside the scope or snapshot are dropped
-    sentence_cache: int = 4096  # chunks whose sentence vectors stay in memory once read
-    stored_sentence_vectors: bool = True  # hand out the sentence vectors kept at ingest (False: callers embed)
-
-    def __post_init__(self) -> None:
-        if self.dense not in DENSE_MODES:
-            raise ValueError(f"IndexSettings.dense must be one of {', '.join(DENSE_MODES)}, got {self.dense!r}")
-        if self.ann_min_chunks < 0 or self.ann_oversample < 1 or self.sentence_cache < 0:
-            raise ValueError("IndexSettings: ann_min_chunks and sentence_cache >= 0, ann_oversample >= 1")
-
-
-DENSE_MODES = ("auto", "exact", "hnsw")
 
 
 class _Loaded:
@@ -304,7 +278,7 @@ class SearchIndex:
         loaded = self._load()
         missing = [c for c in chunk_ids if c not in loaded.index]
         if missing:
-            raise StoreError(f"unknown chunk ids in collection {self.collection!r}: {missing[:3]}")
+            raise StoreError(f"unknown chunk ids in collection {self.collection!r}: {missing[: STORE_IO.ids_named]}")
         if not chunk_ids:
             return np.zeros((0, self.embedder.dimension), dtype=np.float32)
         if loaded.dense == "hnsw":
@@ -402,7 +376,7 @@ class SearchIndex:
                     out.append((loaded.chunks[i], score))
             if len(out) >= k or n >= total:
                 return sorted(out, key=lambda hit: -hit[1])[:k]
-            wanted *= 4
+            wanted *= self.settings.ann_widen
 
     def lexical_search(self, query: str, k: int, where: Where | None = None) -> list[tuple[Chunk, float]]:
         """BM25 over title + section + text of every live chunk, masked by the scope."""

@@ -72,18 +72,12 @@ from reground.tools.stores.vector_store import (  # noqa: F401 - re-exported
     sentence_vectors_text,
 )
 from reground.tools.text.sentences import sentence_spans
+from reground.tools.tuning.stores import STORE_IO
 from reground.tools.types import Chunk
 
 META_PREFIX = "m_"
 MANIFEST_SUFFIX = ".reground-manifest"
 VERSION_ID = "__version__"
-# On a Chroma server, chunks of a generation no manifest record names may belong to a writer on another
-# machine that has not flipped yet: only leftovers older than this are collected there.
-SERVER_LEFTOVER_GRACE_S = 15 * 60.0
-WRITE_ATTEMPTS = 3
-SNAPSHOT_PAGE = 10_000  # rows per Chroma read when loading a snapshot
-SNAPSHOT_ATTEMPTS = 6  # reads of a snapshot a concurrent writer may spoil before a turn gives up
-SNAPSHOT_BACKOFF_S = 0.05  # the first wait between them; doubled each time, at most 1 s
 
 
 SENTENCE_VECTORS_KEY = "sentence_vectors"  # chunk metadata: its sentences' vectors (`pack_sentence_vectors`)
@@ -105,15 +99,15 @@ class EmbeddingMismatchError(StoreError):
 
 
 def _paged(collection: Any, include: list[str], field: Any) -> Iterator[tuple[str, Any]]:
-    """(id, field value) of every row, read SNAPSHOT_PAGE rows at a time: one read of a whole 200,000-chunk
+    """(id, field value) of every row, read STORE_IO.snapshot_page rows at a time: one read of a whole 200,000-chunk
     collection fails in Chroma ("too many SQL variables")."""
     offset = 0
     while True:
-        page = collection.get(include=include, limit=SNAPSHOT_PAGE, offset=offset)
+        page = collection.get(include=include, limit=STORE_IO.snapshot_page, offset=offset)
         yield from zip(page["ids"], field(page) or [], strict=False)
-        if len(page["ids"]) < SNAPSHOT_PAGE:
+        if len(page["ids"]) < STORE_IO.snapshot_page:
             return
-        offset += SNAPSHOT_PAGE
+        offset += STORE_IO.snapshot_page
 
 
 def _chroma_error(exc: BaseException) -> bool:
@@ -382,7 +376,7 @@ class PassageStore:
 
         A record whose live generation does not have exactly the chunks it counts is dropped, so the
         next ingest re-adds that document (its hash is gone). Leftover chunks (a crashed or superseded
-        write) are deleted; on a Chroma server only once they are older than SERVER_LEFTOVER_GRACE_S,
+        write) are deleted; on a Chroma server only once they are older than STORE_IO.server_leftover_grace_s,
         since another machine's writer may be about to flip to them. Call with the write lock held.
         """
         records = {d: m for d, m in self._manifest_records().items() if d != VERSION_ID}
@@ -401,10 +395,10 @@ class PassageStore:
         if dropped:
             self._manifest.delete(ids=dropped)
         live = {d: str(m.get("generation", "")) for d, m in records.items() if d not in dropped}
-        oldest = time.time() - SERVER_LEFTOVER_GRACE_S if self.chroma_url else float("inf")
+        oldest = time.time() - STORE_IO.server_leftover_grace_s if self.chroma_url else float("inf")
         stale = [row[0] for row in rows if live.get(row[1]) != row[2] and row[3] <= oldest]
-        for start in range(0, len(stale), 500):
-            self._chunks.delete(ids=stale[start : start + 500])
+        for start in range(0, len(stale), STORE_IO.write_batch):
+            self._chunks.delete(ids=stale[start : start + STORE_IO.write_batch])
         if dropped:
             self._bump_version()
         self.last_repair = {"dropped": dropped, "leftovers_deleted": len(stale)}
@@ -428,7 +422,7 @@ class PassageStore:
 
         The generation follows the content, so a retry (or a second writer of the same content) rewrites
         the same rows. If another writer (on a Chroma server) deleted this generation before or after the
-        flip, it is written again, up to WRITE_ATTEMPTS times.
+        flip, it is written again, up to STORE_IO.write_attempts times.
         """
         generation = generation_for(doc_id, content_hash)
         with self.writing():
@@ -449,7 +443,7 @@ class PassageStore:
         while the next document is being embedded. Same write protocol, under the write lock."""
         generation = generation or generation_for(doc_id, content_hash)
         with self.writing():
-            for _attempt in range(WRITE_ATTEMPTS):
+            for _attempt in range(STORE_IO.write_attempts):
                 self._write_generation(chunks, generation, vectors, sentences)
                 self._manifest.upsert(
                     ids=[doc_id],
@@ -463,7 +457,7 @@ class PassageStore:
                     return
         raise StoreError(
             f"collection {self.collection!r}: document {doc_id!r} could not be written completely after "
-            f"{WRITE_ATTEMPTS} attempts (another writer kept replacing it); run the ingest again"
+            f"{STORE_IO.write_attempts} attempts (another writer kept replacing it); run the ingest again"
         )
 
     def _write_generation(
@@ -477,8 +471,8 @@ class PassageStore:
             if packed:
                 meta[SENTENCE_VECTORS_KEY] = sentence_vectors_text(packed)
         ids = [f"{c['chunk_id']}:{generation}" for c in chunks]
-        for start in range(0, len(ids), 500):
-            end = start + 500
+        for start in range(0, len(ids), STORE_IO.write_batch):
+            end = start + STORE_IO.write_batch
             self._chunks.add(
                 ids=ids[start:end],
                 documents=[c["text"] for c in chunks[start:end]],
@@ -564,11 +558,11 @@ class PassageStore:
         pages: list[dict[str, Any]] = []
         offset = 0
         while True:
-            page = self._chunks.get(include=include, limit=SNAPSHOT_PAGE, offset=offset)
+            page = self._chunks.get(include=include, limit=STORE_IO.snapshot_page, offset=offset)
             pages.append(page)
-            if len(page["ids"]) < SNAPSHOT_PAGE:
+            if len(page["ids"]) < STORE_IO.snapshot_page:
                 return live, pages
-            offset += SNAPSHOT_PAGE
+            offset += STORE_IO.snapshot_page
 
     def version(self) -> str:
         """The manifest's version record: bumped by every write, so readers know to reload.
@@ -595,16 +589,16 @@ class PassageStore:
         pages being read (Chroma then fails with "Error finding id") or leave a document's old generation named
         by the manifest but already deleted. A read is kept only when it is whole (every document the manifest
         names has all the chunks of that generation: each document is read at one version, old or new); otherwise
-        it is read again, up to SNAPSHOT_ATTEMPTS times with a short back-off (a writer flips one document in
+        it is read again, up to STORE_IO.snapshot_attempts times with a short back-off (a writer flips one document in
         milliseconds). The snapshot carries the version read before it, so a write that landed during the read
         makes the next search reload. A shortfall that persists at one version is damage, not a writer (the next
         writer's repair drops those records): that read is kept.
         """
         failure: Exception | None = None
         steady: Snapshot | None = None
-        for attempt in range(SNAPSHOT_ATTEMPTS):
+        for attempt in range(STORE_IO.snapshot_attempts):
             if attempt:
-                time.sleep(min(SNAPSHOT_BACKOFF_S * 2 ** (attempt - 1), 1.0))
+                time.sleep(min(STORE_IO.snapshot_backoff_s * 2 ** (attempt - 1), 1.0))
             try:
                 version = self._version()
                 live, pages = self._read_live(vectors=vectors)
@@ -626,7 +620,8 @@ class PassageStore:
             return steady
         reason = f" (last: {type(failure).__name__}: {failure})" if failure else ""
         raise StoreError(
-            f"collection {self.collection!r} changed during each of {SNAPSHOT_ATTEMPTS} reads (a writer is replacing "
+            f"collection {self.collection!r} changed during each of {STORE_IO.snapshot_attempts} reads (a writer is "
+            "replacing "
             f"documents){reason}; ask again when the ingest is done"
         ) from failure
 
@@ -695,7 +690,8 @@ class PassageStore:
         by_id = dict(zip(got["ids"], got["embeddings"] if got["embeddings"] is not None else [], strict=False))
         missing = [r for r in row_ids if r not in by_id]
         if missing:
-            raise StoreError(f"collection {self.collection!r}: rows {missing[:3]} are gone; retry the search")
+            shown = missing[: STORE_IO.ids_named]
+            raise StoreError(f"collection {self.collection!r}: rows {shown} are gone; retry the search")
         return np.asarray([by_id[r] for r in row_ids], dtype=np.float32)
 
     def ann_search(self, query: np.ndarray, n: int) -> list[tuple[str, float]]:

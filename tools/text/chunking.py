@@ -7,9 +7,10 @@ import re
 
 from reground.tools.text.loaders import Document
 from reground.tools.text.tokens import count_tokens
+from reground.tools.tuning.stores import INGEST
 from reground.tools.types import Chunk
 
-DEFAULT_MAX_TOKENS = 160
+DEFAULT_MAX_TOKENS = INGEST.chunk_tokens
 # Between the paragraphs packed into one chunk: a blank line, where evidence sentences always end (a single line
 # break inside a paragraph does not end one).
 PARAGRAPH_BREAK = "\n\n"
@@ -84,8 +85,8 @@ def chunk_document(doc: Document, *, max_tokens: int = DEFAULT_MAX_TOKENS, overl
 
     `overlap_tokens` > 0 repeats the previous chunk's last sentence(s) up to that many tokens.
     """
-    if max_tokens < 16:
-        raise ValueError("max_tokens must be at least 16")
+    if max_tokens < INGEST.min_chunk_tokens:
+        raise ValueError(f"max_tokens must be at least {INGEST.min_chunk_tokens}")
     packed: list[tuple[str, str]] = []
     for section, paragraph in _paragraphs(doc.text):
         for piece in _split_long(paragraph, max_tokens) if _budget_tokens(paragraph) > max_tokens else [paragraph]:

@@ -8,15 +8,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reground.tools.tuning.stores import INGEST
+
 SUPPORTED = (".jsonl", ".md", ".markdown", ".txt", ".html", ".htm", ".pdf")
 RESERVED = {"doc_id", "title", "text", "url"}
 Scalar = str | int | float | bool
-MiB = 2**20
+MiB = 2**20  # fact: a mebibyte, the unit sizes are shown in
 # A file holding one document (.md, .txt, .html, .pdf), or one line of a .jsonl, larger than this is refused with
-# one line saying so: a 50 MB text file took 150 s and 1.8 GB to index. A .jsonl is read line by line, so its size
-# is not limited (a corpus of many documents), only each record's.
-MAX_FILE_BYTES = 16 * MiB
-LARGE_FILE_BYTES = 2 * MiB  # from this size on, reading a file says so on the progress callback
+# one line saying so (tools/tuning/stores.py). A .jsonl is read line by line, so its size is not limited (a corpus
+# of many documents), only each record's.
+MAX_FILE_BYTES = INGEST.max_file_bytes
+LARGE_FILE_BYTES = INGEST.large_file_bytes  # from this size on, reading a file says so on the progress callback
 Progress = Callable[[str], None]
 
 
@@ -77,7 +79,7 @@ def _scalar_metadata(raw: dict[str, Any], where: str) -> dict[str, Scalar]:
 
 
 def _looks_binary(data: bytes) -> bool:
-    return b"\x00" in data[:8192]
+    return b"\x00" in data[: INGEST.binary_sniff_bytes]
 
 
 def _read_text(path: Path) -> str:
@@ -95,7 +97,7 @@ def _read_text(path: Path) -> str:
 def _jsonl_lines(path: Path, limits: ReadLimits) -> Iterator[tuple[int, str | ValueError]]:
     """(line number, text) of each non-blank line, read one at a time (bounded memory), or the line's error."""
     with path.open("rb") as handle:
-        head = handle.read(8192)
+        head = handle.read(INGEST.binary_sniff_bytes)
         if not head.strip():
             raise ValueError("the file is empty")
         if _looks_binary(head):

@@ -1,0 +1,92 @@
+"""The stores' numbers: dense search (IndexSettings, measured on evals/results/bench.json), store reads and writes,
+ingestion, chunking, loaders and locks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """How dense search runs. `exact`: every vector in memory, a matrix product per query (exact; memory and time
+    grow with the collection). `hnsw`: the store's own approximate index (Chroma's HNSW), no vectors in memory.
+    `auto`: hnsw from `ann_min_chunks` live chunks on. Measured (evals/results/bench.json, `scale`; busy machine,
+    median of a dense search): 2,218 chunks exact 0.4 ms, HNSW 6 ms; 20,000 a toss-up (6 vs 23 ms in one run, 11
+    vs 3 ms in another); 200,000 exact 42 ms, HNSW 4 ms, HNSW's top 10 holding 97% of the exact top 10's source
+    documents. Exact search grows linearly, so the switch sits between: 50,000 (~10 ms exact). Embedded, Chroma
+    keeps its HNSW index in the same process, so memory hardly drops; with a Chroma server it is the server's."""
+
+    dense: str = "auto"
+    ann_min_chunks: int = 50_000
+    # Neighbours asked per wanted hit (rows outside the scope or snapshot are dropped), and the factor the ask grows
+    # by while too few hits are left.
+    ann_oversample: int = 3
+    ann_widen: int = 4
+    sentence_cache: int = 4096  # chunks whose sentence vectors stay in memory once read
+    stored_sentence_vectors: bool = True  # hand out the sentence vectors kept at ingest (False: callers embed)
+
+    def __post_init__(self) -> None:
+        if self.dense not in DENSE_MODES:
+            raise ValueError(f"IndexSettings.dense must be one of {', '.join(DENSE_MODES)}, got {self.dense!r}")
+        if self.ann_min_chunks < 0 or self.ann_oversample < 1 or self.sentence_cache < 0:
+            raise ValueError("IndexSettings: ann_min_chunks and sentence_cache >= 0, ann_oversample >= 1")
+
+
+DENSE_MODES = ("auto", "exact", "hnsw")
+
+
+@dataclass(frozen=True)
+class StoreIO:
+    """Reads and writes of the Chroma store (stores/store.py)."""
+
+    # On a Chroma server, chunks of a generation no manifest names may belong to a writer on another machine that
+    # has not flipped yet: only leftovers older than this are collected there.
+    server_leftover_grace_s: float = 15 * 60.0
+    # Attempts of a write that fails transiently.
+    write_attempts: int = 3
+    # Rows per Chroma read when loading a snapshot, and per delete or add call.
+    snapshot_page: int = 10_000
+    write_batch: int = 500
+    # Reads of a snapshot a concurrent writer may spoil before a turn gives up, and the first wait between them
+    # (doubled each time, at most 1 s).
+    snapshot_attempts: int = 6
+    snapshot_backoff_s: float = 0.05
+    # Unknown or vanished ids named in an error at most.
+    ids_named: int = 3
+
+
+@dataclass(frozen=True)
+class Ingest:
+    """The ingest pipeline (stores/ingest.py), chunking (text/chunking.py) and file loading (text/loaders.py)."""
+
+    # Items each stage may run ahead of the next (bounded memory); a full queue is retried this often; a closed
+    # pipeline waits this long for each worker.
+    pipeline_depth: int = 4
+    queue_poll_s: float = 0.1
+    join_timeout_s: float = 5.0
+    # Maximum tokens per chunk (chunks follow headings and paragraphs; ~1 paragraph of the demo and doc2dial pages),
+    # and the least a caller may ask for (fewer splits sentences).
+    chunk_tokens: int = 160
+    min_chunk_tokens: int = 16
+    # A one-document file larger than this is refused: a 50 MB text file took 150 s and 1.8 GB to index.
+    max_file_bytes: int = 16 * 2**20
+    # From this size on, reading a file says so on the progress callback.
+    large_file_bytes: int = 2 * 2**20
+    # Bytes looked at for a NUL to call a file binary.
+    binary_sniff_bytes: int = 8192
+
+
+@dataclass(frozen=True)
+class Locks:
+    """Collection write locks (stores/locking.py)."""
+
+    # How often a writer with a timeout retries the lock.
+    poll_s: float = 0.05
+    # Characters of a Chroma server URL kept in its lock file's name (a hash of the whole URL follows).
+    url_chars: int = 60
+
+
+STORE_IO: Final = StoreIO()
+INGEST: Final = Ingest()
+LOCKS: Final = Locks()

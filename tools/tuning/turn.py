@@ -1,0 +1,193 @@
+"""The turn's decisions: how much it reads, when it answers, hedges, asks back or abstains, how its evidence is
+ranked, when its answer counts as grounded and how it is refined. The run's Context takes its defaults from here
+(nodes/context.py, where each one is described for Studio's form); figures are from evals/README.md."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """How much of the dialogue, the question and the store a turn reads and keeps."""
+
+    # Dialogue tokens added to the retrieval query (ConvRAG's DH_tokens; doc2dial dev: retrieval table, README).
+    history_token_budget: int = 100
+    # What any prompt of a turn carries of the dialogue at most; older turns are cut (the 0.5B model's 4k context).
+    history_token_cap: int = 3000
+    # Longer questions are cut to this many tokens (a pasted page is not a question).
+    question_token_budget: int = 512
+    # A turn cut to fewer tokens than this at the history cap is dropped rather than kept as a fragment.
+    min_cut_turn_tokens: int = 20
+    # Documents kept by document-level hybrid search, and paragraphs kept by paragraph scoring before rerank.
+    doc_candidates: int = 8
+    paragraph_candidates: int = 8
+    # Paragraphs kept after rerank (ConvRAG's n = 3; every table in README.md ran with it).
+    top_n: int = 3
+    # Earlier messages shown to a question rewrite (refine_question, re_ground) and to the LLM keyword call.
+    rewrite_history_messages: int = 6
+    keyword_history_messages: int = 4
+    # The forced-history re-ground query reads this many times the usual dialogue budget (ReGround +Force).
+    forced_history_factor: int = 3
+    # LangGraph recursion limit of a turn: far above the loops' own caps (a turn takes at most ~20 steps).
+    recursion_limit: int = 60
+
+
+@dataclass(frozen=True)
+class Triage:
+    """Ask back, abstain, hedge or answer (nodes/triage.py)."""
+
+    # Abstain below this evidence support until `reground eval calibrate` measures one: the 3rd percentile of the
+    # support of 439 answerable dev cases (MTRAG-UN dev and 300 doc2dial dev; evals/results/calibration.json).
+    support_threshold: float = 0.49
+    # The largest evidence score (word overlap + MiniLM cosine + bonuses), the support threshold's upper bound.
+    support_score_max: float = 3.0
+    # Re-retrievals tried before abstaining on a question nothing covers.
+    abstain_reground_attempts: int = 1
+    # The most readings triage finds for an ambiguous reference (answerability.readings): a clarify count above
+    # it could never be reached, so the context refuses one.
+    max_readings: int = 4
+    # Documents that must fit an ambiguous reference before the turn asks back, later in a dialogue and in its
+    # opening question (2 at the opening: MTRAG-UN dev asks back on 67% of underspecified tasks instead of 44%,
+    # but doc2dial dev on 151 of 2,456 answerable turns instead of 107).
+    clarify_min_readings: int = 4
+    clarify_min_readings_opening: int = 4
+    # A document is a reading when its retrieval score is at least this share of the best: LLM-free, 0.8 asks back
+    # on 85 of 2,945 doc2dial dev turns instead of 116 at 0.7, on the same 11 underspecified MTRAG-UN dev tasks.
+    reading_ratio: float = 0.8
+    # Words of a document's text that name a reading when it has no title.
+    reading_label_words: int = 8
+    # A question of at least this many words with no anaphora stands alone (answerability.depends_on_dialogue).
+    min_standalone_words: int = 6
+    # Below this share of the question's content words in the passages the answer names the missing ones; 0: never.
+    partial_coverage: float = 0.0
+    # Missing words a partial answer names at most.
+    partial_missing_named: int = 3
+    # The judge's answerability: answer at or above the first, hedge between, abstain below the second; calibrated
+    # out of fold on MTRAG-UN dev (at most 3% of answerable tasks abstain, at most 20% of unanswerable ones answered
+    # confidently; evals/results/judge/summary.json).
+    judge_answer_threshold: float = 0.7919
+    judge_hedge_threshold: float = 0.3002
+
+
+@dataclass(frozen=True)
+class AnswerLength:
+    """An extracted reply: at most `sentences`, each scoring at least `ratio` of the best, from the best sentence's
+    passage only when `same_passage`."""
+
+    sentences: int
+    ratio: float
+    same_passage: bool
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """How passage sentences rank as evidence and how an extracted reply is made of them (signals/evidence.py)."""
+
+    # Weight of the question's MiniLM cosine beside its word overlap.
+    dense_weight: float = 1.0
+    # Weight of a follow-up's cosine with the question read in its dialogue: doc2dial dev, LLM-free reply token F1
+    # on the 1,068 follow-ups that depend on the dialogue 0.257 -> 0.264.
+    dialogue_weight: float = 0.5
+    # Continuity: the sentence after the previous reply's gains this much, fading over `continuity_window`
+    # sentences; doc2dial dev LLM-free reply token F1 0.2844 -> 0.2888 (weights 0.1-0.3, windows 4-16 measured).
+    continuity_weight: float = 0.2
+    continuity_window: int = 8
+    # A passage sentence restating a sentence of the previous reply at this token F1 or more is where it came from
+    # (a verbatim extracted reply scores 1; doc2dial's human replies paraphrase their span).
+    continuity_match: float = 0.5
+    # Only a previous reply of at most this many sentences has a "next" (longer ones gather from several places).
+    continuity_max_reply_sentences: int = 2
+    # With the judge: evidence ranks by its score plus this x the judge's probability; doc2dial dev dialogues not
+    # trained on: answer-sentence MRR 0.536 -> 0.600, top sentence's token F1 unchanged.
+    judge_rank_weight: float = 1.0
+    # Sentences closest to the question shown to a written answer as evidence.
+    answer_evidence: int = 2
+    # Answers are cut to this many sentences (dialogue replies are short; the answer rules say 1-3).
+    max_answer_sentences: int = 2
+    # Extracted reply lengths (doc2dial dev for 'sentence', MTRAG-UN dev's ~75-word references for 'paragraph').
+    answer_lengths: Mapping[str, AnswerLength] = field(
+        default_factory=lambda: MappingProxyType(
+            {"sentence": AnswerLength(2, 0.9, True), "paragraph": AnswerLength(3, 0.5, False)}
+        )
+    )
+    # A line of at most this many words without closing punctuation is a heading, not a sentence that says something.
+    max_heading_words: int = 12
+    # The items of a list that an extracted sentence introduces ("... are available:") and that join it.
+    list_items: int = 5
+    # An answer whose words are mostly the previous reply's (ROUGE-L precision at least this) repeats it.
+    repeat_precision: float = 0.8
+    # A fragment ('Plan the migration') of at most this many words is never a whole reply: MTRAG-UN dev ANSWERABLE
+    # F1 0.2655 -> 0.2673 (d90730a).
+    max_fragment_words: int = 5
+    # A reply needs at least this many content words.
+    min_reply_content_words: int = 2
+    # Shorter pieces ("Yes.", "See below.") are not evidence sentences.
+    min_sentence_words: int = 3
+
+
+@dataclass(frozen=True)
+class Groundedness:
+    """When an answer counts as grounded (nodes/groundedness.py) and how often the turn re-grounds."""
+
+    # Used until `reground eval calibrate` writes a measured threshold.
+    threshold: float = 0.5
+    # The signals and their weights (renormalised over the signals a turn has).
+    weights: Mapping[str, float] = field(
+        default_factory=lambda: MappingProxyType(
+            {"llm_judge": 0.4, "k_precision": 0.25, "rouge_l_precision": 0.1, "embedding_support": 0.25}
+        )
+    )
+    # Embedding support: a sentence whose best passage cosine is below `support_low` counts 0, above
+    # `support_high` 1, linear between (MiniLM cosines of restated vs unrelated sentences).
+    support_low: float = 0.35
+    support_high: float = 0.75
+    # The LLM judge runs only within this distance of the threshold, where it can change the verdict.
+    llm_judge_band: float = 0.15
+    # Re-retrievals after an ungrounded answer (ReGround's loop cap).
+    max_reground_attempts: int = 2
+
+
+@dataclass(frozen=True)
+class Refinement:
+    """The two refine nodes: the follow-up rewrite and ProMiSe's principle-wise refinement of a written answer."""
+
+    # Rewrite a follow-up only when the history-aware document ranking's top document leads the second by less
+    # than this share of its score (0: never, 1: always).
+    rewrite_below_margin: float = 0.25
+    # A rewrite may only use words of the conversation: one with fewer than this share of them is a copied few-shot
+    # example or an invention (a 0.5B model does both).
+    min_grounded_word_share: float = 0.6
+    # A rewrite longer than this many characters is not a question.
+    rewrite_max_chars: int = 400
+    # ProMiSe: refinement iterations J, and the sufficiency thresholds of its proxy metrics (ROUGE-1 recall,
+    # ROUGE-L, token F1 against the passage sentences closest to the question).
+    max_refine_iterations: int = 1
+    specificity_threshold: float = 0.02
+    faithfulness_threshold: float = 0.05
+    relevance_threshold: float = 0.2
+    # A refined answer replaces the old one only if its weighted improvement exceeds this (ProMiSe's lambda).
+    improvement_lambda: float = 1.5
+
+
+@dataclass(frozen=True)
+class Citations:
+    """What a finished turn cites (nodes/finalize.py)."""
+
+    # A quote longer than this is cut to the one best sentence.
+    max_quote_chars: int = 600
+    # A passage is cited when it holds at least `min_share` of the answer's content words and `of_best` of the best
+    # passage's share (a passage on another topic shares only common words).
+    min_share: float = 0.5
+    of_best: float = 0.8
+
+
+BUDGETS: Final = Budgets()
+TRIAGE: Final = Triage()
+EVIDENCE: Final = Evidence()
+GROUNDEDNESS: Final = Groundedness()
+REFINEMENT: Final = Refinement()
+CITATIONS: Final = Citations()
