@@ -27,7 +27,7 @@ endif
 LLAMA_REQUIREMENT := $(shell sed -n 's/^ *"\(llama-cpp-python[^"]*\)",*$$/\1/p' pyproject.toml)
 $(STAMP): pyproject.toml | $(PY)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install --quiet --no-cache-dir "$(LLAMA_REQUIREMENT)"
-	$(PIP) install --quiet -e ".[local,eval,server,postgres,dev]"
+	$(PIP) install --quiet -e ".[local,eval,server,postgres,engine,dev]"
 	@if [ ! -d /usr/share/wordnet ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 		(apt-get update -qq && apt-get install -y -qq wordnet-base wordnet-sense-index >/dev/null) \
 		|| echo "apt-get could not install WordNet"; fi

@@ -89,7 +89,7 @@ def index_documents(state: IngestState, runtime: Runtime[IngestContext]) -> dict
         runtime.stream_writer({"node": "index_documents", "message": message})
 
     store = open_store(
-        store_spec(context.data_dir or None, context.chroma_url),
+        context.store or store_spec(context.data_dir or None, context.chroma_url),
         context.collection,
         embedder=load_embedder(context.embedding_model),
         create=True,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from reground.tools.stores.vector_store import VectorStore, parse_store_spec, registered_store
+from reground.tools.stores.vector_store import ENGINE_SCHEMES, VectorStore, parse_store_spec, registered_store
 
 if TYPE_CHECKING:
     from reground.tools.adapters.embeddings import Embedder
@@ -27,6 +27,19 @@ def open_store(
     """Open (or, with `create`, create) a collection in the store the spec names; `index` says how the built-in
     stores run dense search (exact, HNSW, or by size)."""
     scheme, rest = parse_store_spec(spec or "chroma")
+    if scheme in ENGINE_SCHEMES:
+        from reground.tools.stores.postgres import open_engine_store
+
+        return open_engine_store(f"{scheme}:{rest}", collection, embedder=embedder, create=create, index=index)
+    if scheme == "langchain":  # a user's LangChain VectorStore for dense search over a reground store
+        from reground.tools.stores.langchain import open_langchain_store
+
+        return open_langchain_store(
+            f"{scheme}:{rest}",
+            collection,
+            embedder=embedder,
+            open_base=lambda s, c, **kw: open_store(s, c, index=index, **kw),
+        )
     registered = registered_store(scheme)
     if registered is not None:
         return registered(rest, collection, embedder=embedder, create=create, on_wait=on_wait)

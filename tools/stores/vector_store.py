@@ -163,7 +163,12 @@ class VectorStore(Protocol):
 
 StoreFactory = Callable[..., VectorStore]
 _SCHEMES: dict[str, StoreFactory] = {}
-ACCEPTED = "'chroma', 'chroma:<dir>', 'chroma-http://host:port' or 'chroma-https://host:port'"
+ACCEPTED = (
+    "'chroma', 'chroma:<dir>', 'chroma-http://host:port', 'chroma-https://host:port', "
+    "'postgresql://user@host:port/db', 'pgserver:<dir>' or 'langchain:<module>:<factory>+<base spec>'"
+)
+# The search engine backend (tools/stores/postgres.py): search runs in PostgreSQL, not in each process.
+ENGINE_SCHEMES = ("postgresql", "postgres", "pgserver")
 
 
 def register_store(scheme: str, factory: StoreFactory) -> None:
@@ -185,13 +190,14 @@ def store_spec(data_dir: str | Path | None = None, chroma_url: str = "") -> str:
 
 
 def parse_store_spec(spec: str) -> tuple[str, str]:
-    """(scheme, rest): `chroma-http://h:p` → ('chroma-http', 'http://h:p'), `chroma:/d` → ('chroma', '/d')."""
+    """(scheme, rest): `chroma-http://h:p` → ('chroma-http', 'http://h:p'), `chroma:/d` → ('chroma', '/d'),
+    `postgresql://u@h/db` → ('postgresql', '//u@h/db')."""
     spec = spec.strip()
     if spec.startswith(("chroma-http://", "chroma-https://")):
         url = spec[len("chroma-") :]
         return f"chroma-{url.split('://', 1)[0]}", url
     scheme, _, rest = spec.partition(":")
-    if scheme == "chroma" or scheme in _SCHEMES:
+    if scheme in ("chroma", "langchain") or scheme in ENGINE_SCHEMES or scheme in _SCHEMES:
         return scheme, rest
     known = ", ".join(repr(f"{s}:...") for s in sorted(_SCHEMES))
     raise StoreSpecError(f"unknown store spec {spec!r}: use {ACCEPTED}" + (f" or {known}" if known else ""))
