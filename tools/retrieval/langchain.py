@@ -16,6 +16,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 from reground.tools.retrieval.search import HybridRetriever, RetrievalSettings, conversation_query
+from reground.tools.tuning.stores import ENGINE
 
 
 class RegroundRetriever(BaseRetriever):
@@ -24,11 +25,11 @@ class RegroundRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     store: Any = Field(description="a reground search store (e.g. `open_store('pgserver:/srv/engine', 'docs')`)")
-    k: int = Field(default=4, ge=1, description="passages returned")
-    doc_k: int = Field(default=8, ge=1, description="documents whose paragraphs are scored")
+    k: int = Field(default=ENGINE.retriever_k, ge=1, description="passages returned")
+    doc_k: int = Field(default=ENGINE.retriever_doc_k, ge=1, description="documents whose paragraphs are scored")
     where: dict[str, Any] | None = Field(default=None, description="the metadata scope every search stays inside")
     settings: RetrievalSettings | None = None
-    history_tokens: int = 100
+    history_tokens: int = ENGINE.retriever_history_tokens
     _retriever: HybridRetriever | None = PrivateAttr(default=None)
 
     def _stack(self) -> HybridRetriever:

@@ -24,9 +24,10 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from reground.tools.stores.search_index import MATCH_ANY, Where, matches, normalize_where
 from reground.tools.stores.vector_store import StoreSpecError
+from reground.tools.tuning.stores import ENGINE
 from reground.tools.types import Chunk
 
-OVERSAMPLE = 2  # hits asked per wanted one: hits outside the scope or unknown to the base store are dropped
+OVERSAMPLE = ENGINE.langchain_oversample  # hits asked per wanted one (outside the scope, unknown: dropped)
 
 
 class LangChainEmbeddings(Embeddings):
@@ -50,7 +51,7 @@ def chroma_filter(scope: Mapping[str, Sequence[str]]) -> dict[str, Any] | None:
     return parts[0] if len(parts) == 1 else {"$and": parts}
 
 
-def index_chunks(vectorstore: Any, chunks: Sequence[Chunk], *, batch: int = 256) -> int:
+def index_chunks(vectorstore: Any, chunks: Sequence[Chunk], *, batch: int = ENGINE.langchain_batch) -> int:
     """Add reground chunks to a LangChain VectorStore with the metadata `LangChainDenseStore` maps hits back by."""
     added = 0
     for start in range(0, len(chunks), batch):

@@ -34,7 +34,6 @@ PostgreSQL advisory lock (`writing()`), which holds across machines, unlike the 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import re
@@ -62,17 +61,22 @@ from reground.tools.stores.vector_store import (
     unpack_sentence_vectors,
 )
 from reground.tools.text.lexical import content_terms, lexical_tokens
+from reground.tools.tuning.stores import ENGINE, STORE_IO
 from reground.tools.types import Chunk
 
-K1, B = 1.5, 0.75  # bm25s' defaults, which tools.text.lexical.BM25 uses
+K1, B = ENGINE.bm25_k1, ENGINE.bm25_b
 # Postings read per query term, best impact first. A term in fewer chunks is read whole (exact BM25); measured
 # (evals/results/scale) at 200,000 chunks against exact scoring: see docs/deployment.md.
-LEXICAL_POSTINGS = 1500
-RESCORE_FACTOR = 3  # candidates rescored exactly per wanted hit
-POOL_WAIT_S = 10.0  # a turn waits this long for a connection (all busy, or the engine down) before failing
-STATS_TTL_S = 1.0  # how stale a reader's view of the collection's version may be
-DOC_CACHE = 1024  # documents whose chunks stay in a process's memory once read (per store version)
+LEXICAL_POSTINGS = ENGINE.lexical_postings
+RESCORE_FACTOR = ENGINE.rescore_factor  # candidates rescored exactly per wanted hit
+POOL_WAIT_S = (
+    ENGINE.pool_wait_s
+)  # a turn waits this long for a connection (all busy, or the engine down) before failing
+STATS_TTL_S = ENGINE.stats_ttl_s  # how stale a reader's view of the collection's version may be
+DOC_CACHE = ENGINE.doc_cache  # documents whose chunks stay in a process's memory once read (per store version)
 SCHEMES = ("postgresql", "postgres", "pgserver")
+SMALLINT_MAX = 32767  # fact: PostgreSQL's smallint (term frequencies and chunk lengths are capped to it)
+MB = 2**20  # fact: bytes in a MiB
 ENGINE_EXTRA = "pip install 'reground[engine]'"
 
 
@@ -114,7 +118,8 @@ def bm25_weight(tf: float, length: float, avg_length: float) -> float:
 
 def idf(df: int, n: int) -> float:
     """bm25s' Lucene idf."""
-    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+    half = 0.5  # fact: Lucene's idf smoothing constant
+    return math.log(1 + (n - df + half) / (df + half))
 
 
 def chunk_terms(chunk: Mapping[str, Any]) -> list[str]:
@@ -178,7 +183,7 @@ def stop_local_engine(data_dir: str | Path) -> bool:
         return False
     user = "pgserver" if os.geteuid() == 0 else None  # as root, pgserver runs the server as this user
     try:
-        pg_ctl(["-m", "fast", "-w", "stop"], pgdata=path, user=user, timeout=60)
+        pg_ctl(["-m", "fast", "-w", "stop"], pgdata=path, user=user, timeout=ENGINE.stop_timeout_s)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
         return False
     return True
@@ -208,7 +213,7 @@ class PostgresStore:
         embedder: Any = None,
         create: bool = False,
         index: IndexSettings | None = None,
-        pool_size: int = 4,
+        pool_size: int = ENGINE.pool_size,
     ) -> None:
         problem = collection_name_problem(collection)
         if problem:
@@ -228,7 +233,7 @@ class PostgresStore:
             open=False,
         )
         try:
-            self._pool.open(wait=True, timeout=15)
+            self._pool.open(wait=True, timeout=ENGINE.connect_timeout_s)
         except Exception as exc:
             self._pool.close()
             raise EngineError(f"cannot connect to the engine at {_safe(uri)}: {exc}; is it running?") from exc
@@ -370,7 +375,7 @@ class PostgresStore:
                 "SELECT sum(pg_total_relation_size(c)) FROM unnest(%s::regclass[]) AS c",
                 ([t.strip('"') for t in self.t.values()],),
             ).fetchone()[0]
-        return {"disk_mb": round(float(total or 0) / 2**20, 1)}
+        return {"disk_mb": round(float(total or 0) / MB, 1)}
 
     def list_collections(self) -> list[str]:
         with self._conn() as conn:
@@ -472,7 +477,7 @@ class PostgresStore:
                 while not conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()[0]:
                     if timeout_s is not None and time.monotonic() - started > timeout_s:
                         raise TimeoutError(f"another writer held {self.collection!r} for {timeout_s:.0f} s")
-                    time.sleep(0.2)
+                    time.sleep(ENGINE.lock_poll_s)
             self._writer.depth = 1
             self._writer.conn = conn
             try:
@@ -576,9 +581,11 @@ class PostgresStore:
             row_ids = self._copy_chunks(conn, rows)
             with conn.cursor().copy(f"COPY {self.t['postings']} (term_id, row_id, tf, len, impact) FROM STDIN") as copy:
                 for row_id, (_chunk, _vector, _blob, length, counts) in zip(row_ids, rows, strict=True):
-                    short = min(length, 32767)
+                    short = min(length, SMALLINT_MAX)
                     for term, tf in counts.items():
-                        copy.write_row((term_ids[term], row_id, min(tf, 32767), short, bm25_weight(tf, length, avg)))
+                        copy.write_row(
+                            (term_ids[term], row_id, min(tf, SMALLINT_MAX), short, bm25_weight(tf, length, avg))
+                        )
             with conn.cursor().copy(
                 f"COPY {self.t['documents']} (doc_id, content_hash, chunks, tokens, metadata) FROM STDIN"
             ) as copy:
@@ -831,7 +838,8 @@ class PostgresStore:
         approximate = self.dense_mode == "hnsw"
         with self._conn() as conn, conn.transaction():
             if approximate:
-                conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(40, k * self.settings.ann_oversample))}")
+                ef = min(ENGINE.ef_search_max, max(ENGINE.ef_search_min, k * self.settings.ann_oversample))
+                conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
             else:
                 conn.execute("SET LOCAL enable_indexscan = off")  # a sequential scan: exact
             rows = conn.execute(sql, args).fetchall()
@@ -856,7 +864,7 @@ class PostgresStore:
                     self._terms[(version, t)] = (
                         found.get(t) if found.get(t, (0, 0, 0))[1] > 0 or found.get(t, (0, 0, 0))[2] > 0 else None
                     )
-                while len(self._terms) > 200_000:
+                while len(self._terms) > ENGINE.term_cache:
                     self._terms.popitem(last=False)
         with self._lock:
             out = {}
@@ -890,7 +898,7 @@ class PostgresStore:
                 wanted = k if depth >= longest else k * RESCORE_FACTOR
                 # The best `window` candidates are ranked before the chunks are joined (joining every candidate
                 # to its row cost a lookup each); a scope filters after the join, so it widens the window.
-                window = max(window, wanted * (8 if scope else 1))
+                window = max(window, wanted * (ENGINE.scoped_window if scope else 1))
                 rows = conn.execute(
                     f"""WITH q(term_id, w) AS (SELECT * FROM unnest(%s::int[], %s::float8[])),
                         cand AS (
@@ -918,9 +926,9 @@ class PostgresStore:
                 if len(rows) >= wanted or not scope:
                     break
                 if window < depth * len(terms):
-                    window *= 4  # the scope dropped most of the best candidates: rank more of them
+                    window *= ENGINE.widen  # the scope dropped most of the best candidates: rank more of them
                 elif depth < longest:
-                    depth *= 4  # every candidate read was ranked: read deeper postings
+                    depth *= ENGINE.widen  # every candidate read was ranked: read deeper postings
                 else:
                     break
         if depth >= longest:
@@ -980,7 +988,7 @@ class PostgresStore:
             )
         missing = [c for c in chunk_ids if c not in found]
         if missing:
-            raise StoreError(f"unknown chunk ids in collection {self.collection!r}: {missing[:3]}")
+            raise StoreError(f"unknown chunk ids in collection {self.collection!r}: {missing[: STORE_IO.ids_named]}")
         return np.stack([_array(found[c]) for c in chunk_ids])
 
     def sentence_vectors(self, passages: Sequence[Mapping[str, Any]]) -> list[np.ndarray | None]:
@@ -1112,8 +1120,3 @@ def open_engine_store(
     except ImportError as exc:
         raise EngineError(f"the engine store needs psycopg, psycopg-pool and pgvector: {ENGINE_EXTRA}") from exc
     return PostgresStore(engine_uri(spec), collection, embedder=embedder, create=create, index=index)
-
-
-def fingerprint(spec: str) -> str:
-    """A short stable id of a spec (for cache keys and logs, without its password)."""
-    return hashlib.sha1(_safe(spec).encode()).hexdigest()[:10]

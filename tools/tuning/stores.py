@@ -87,6 +87,50 @@ class Locks:
     url_chars: int = 60
 
 
+@dataclass(frozen=True)
+class EngineStore:
+    """The search engine backend (stores/postgres.py) and the LangChain adapters (stores/langchain.py,
+    retrieval/langchain.py); measured in evals/results/scale (docs/deployment.md, "The scale curve")."""
+
+    # BM25 as bm25s (Lucene variant) and tools/text/lexical.BM25 compute it.
+    bm25_k1: float = 1.5
+    bm25_b: float = 0.75
+    # Postings each query term reads, best impact first (a rarer term is read whole: exact BM25), and candidates
+    # rescored exactly per wanted hit. At 200,000 chunks one history-query search took 254 ms exact, 116 ms at
+    # 4,000 postings (top-50 overlap with exact 0.968) and 53 ms at 1,500 (overlap 0.898 with 4,000's).
+    lexical_postings: int = 1500
+    rescore_factor: int = 3
+    # Candidates ranked before the chunks are joined, per wanted hit, when a scope will filter them; the factor the
+    # window and the postings read grow by while a narrow scope leaves too few.
+    scoped_window: int = 8
+    widen: int = 4
+    # hnsw.ef_search: at least this, at most pgvector's maximum.
+    ef_search_min: int = 40
+    ef_search_max: int = 1000  # fact: pgvector's limit on hnsw.ef_search
+    # Connections per store (a `langgraph dev` worker runs 10 turns at once; each query holds one for milliseconds);
+    # how long a turn waits for one (all busy, or the engine down); how long a new pool waits for the engine.
+    pool_size: int = 4
+    pool_wait_s: float = 10.0
+    connect_timeout_s: float = 15.0
+    # How stale a reader's view of the collection's version may be (a turn asks it a dozen times).
+    stats_ttl_s: float = 1.0
+    # Documents whose chunks stay in a process once read, and term statistics cached (per store version).
+    doc_cache: int = 1024
+    term_cache: int = 200_000
+    # How often a writer retries the advisory write lock another writer holds; how long stopping the bundled
+    # server may take.
+    lock_poll_s: float = 0.2
+    stop_timeout_s: float = 60.0
+    # LangChain: hits asked per wanted one (dropped: outside the scope, unknown to the base store); chunks added per
+    # call; the retriever's defaults (passages, documents scored, dialogue tokens in the query).
+    langchain_oversample: int = 2
+    langchain_batch: int = 256
+    retriever_k: int = 4
+    retriever_doc_k: int = 8
+    retriever_history_tokens: int = 100
+
+
 STORE_IO: Final = StoreIO()
+ENGINE: Final = EngineStore()
 INGEST: Final = Ingest()
 LOCKS: Final = Locks()
