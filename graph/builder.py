@@ -29,6 +29,7 @@ from reground.nodes.start_turn import start_turn
 from reground.nodes.state import InputState, OutputState, State, TraceEvent
 from reground.nodes.triage import triage
 from reground.tools.services import Services
+from reground.tools.tuning.models import ENDPOINTS
 
 # The recursion limit lives in one place, the context (its default when a caller passes no config of its own).
 DEFAULT_RECURSION_LIMIT: int = Context.model_fields["recursion_limit"].default
@@ -51,8 +52,18 @@ def _is_transient(exc: Exception) -> bool:
     return type(exc).__name__ in _TRANSIENT
 
 
-LLM_RETRY = RetryPolicy(max_attempts=3, initial_interval=1.0, backoff_factor=2.0, retry_on=_is_transient)
-STORE_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.2, backoff_factor=2.0, retry_on=_is_transient)
+LLM_RETRY = RetryPolicy(
+    max_attempts=ENDPOINTS.llm_retry_attempts,
+    initial_interval=ENDPOINTS.llm_retry_interval_s,
+    backoff_factor=ENDPOINTS.retry_backoff,
+    retry_on=_is_transient,
+)
+STORE_RETRY = RetryPolicy(
+    max_attempts=ENDPOINTS.store_retry_attempts,
+    initial_interval=ENDPOINTS.store_retry_interval_s,
+    backoff_factor=ENDPOINTS.retry_backoff,
+    retry_on=_is_transient,
+)
 # The nodes that call a model or the store retry its transient failures; the others compute and do not retry.
 _LLM_NODES = ("refine_question", "extract_keywords", "rerank", "answer", "check_groundedness", "re_ground", "refine")
 NODE_RETRY: dict[str, RetryPolicy] = {**dict.fromkeys(_LLM_NODES, LLM_RETRY), "retrieve": STORE_RETRY}

@@ -28,9 +28,11 @@ from reground.tools.signals.evidence import Evidence, extractive_answer, previou
 from reground.tools.signals.injection import answerable_evidence
 from reground.tools.signals.scoring import majority_best, principle_scores
 from reground.tools.text.sentences import sentence_parts, strip_citations
+from reground.tools.tuning.models import CHAT
+from reground.tools.tuning.turn import EVIDENCE, TRIAGE
 from reground.tools.types import Passage
 
-JSON_OVERHEAD_TOKENS = 30  # the reply's keys and the helpful list, on top of the answer's own cap
+JSON_OVERHEAD_TOKENS = CHAT.answer_json_overhead_tokens  # the reply's keys and helpful list, over the answer's cap
 
 
 class AnswerReply(BaseModel):
@@ -134,14 +136,10 @@ def answer_sample(messages: Sequence[Any], env: NodeEnv, temperature: float) -> 
     return reply.answer, list(reply.helpful)
 
 
-# answer_length -> (at most this many sentences, each scoring at least this share of the best, from its passage only)
-ANSWER_LENGTHS: dict[str, tuple[int, float, bool]] = {"sentence": (2, 0.9, True), "paragraph": (3, 0.5, False)}
-
-
 def extracted_sentences(evidence: Sequence[Evidence], length: str) -> tuple[str, list[int]]:
     """The reply an extract-style answer gives at a length (measured on doc2dial and MTRAG-UN dev: evals/README.md)."""
-    most, ratio, same_passage = ANSWER_LENGTHS[length]
-    return extractive_answer(evidence, most, ratio, same_passage=same_passage)
+    shape = EVIDENCE.answer_lengths[length]
+    return extractive_answer(evidence, shape.sentences, shape.ratio, same_passage=shape.same_passage)
 
 
 def with_gap(text: str, state: State, env: NodeEnv) -> tuple[str, str]:
@@ -150,7 +148,7 @@ def with_gap(text: str, state: State, env: NodeEnv) -> tuple[str, str]:
     missing = state.get("missing", [])
     if env.context.triage.partial_coverage <= 0 or covered >= env.context.triage.partial_coverage or not missing:
         return text, "answer"
-    gap = answer_prompts.PARTIAL.format(missing=", ".join(f"'{w}'" for w in missing[:3]))
+    gap = answer_prompts.PARTIAL.format(missing=", ".join(f"'{w}'" for w in missing[: TRIAGE.partial_missing_named]))
     return f"{text} {gap}", "partial"
 
 

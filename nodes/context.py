@@ -48,6 +48,7 @@ from reground.tools.services import Role
 from reground.tools.signals.reading import EvidenceWeights
 from reground.tools.stores.search_index import IndexSettings
 from reground.tools.tuning.models import CHAT
+from reground.tools.tuning.stores import INGEST
 from reground.tools.tuning.turn import BUDGETS, EVIDENCE, GROUNDEDNESS, REFINEMENT, TRIAGE
 
 # The values in force until `reground eval calibrate` measures the user's own (tools/tuning/turn.py says how these
@@ -899,7 +900,9 @@ class IngestContext(EnvSettings):
     chroma_url: str = _conversation_field("chroma_url")
     store: str = _conversation_field("store")
     max_tokens: int = Field(
-        default=160, ge=16, description="Maximum tokens per chunk (chunks follow headings and paragraphs)."
+        default=INGEST.chunk_tokens,
+        ge=16,
+        description="Maximum tokens per chunk (chunks follow headings and paragraphs).",
     )
     embedding_model: str = Field(
         default=_CONVERSATION["embedding_model"].default,

@@ -16,6 +16,7 @@ from reground.tools.signals.injection import guard_reply, unsupported_contacts
 from reground.tools.signals.scoring import squad_tokens
 from reground.tools.text.lexical import lexical_tokens
 from reground.tools.text.sentences import sentence_spans, strip_citations, text_sentences
+from reground.tools.tuning.turn import CITATIONS
 from reground.tools.types import Passage
 
 _CITED = re.compile(r"\[(\d{1,2})\]")
@@ -80,7 +81,7 @@ def reply_kind(draft: Draft | None, passed: bool) -> str:
     return draft["kind"] if draft["kind"] in ("partial", "clarify", "hedge") else "answer"
 
 
-MAX_QUOTE_CHARS = 600
+MAX_QUOTE_CHARS = CITATIONS.max_quote_chars
 
 
 def best_quote(passage: Passage, answer: str) -> str:
@@ -107,7 +108,7 @@ def best_quote(passage: Passage, answer: str) -> str:
     return text[start:end].strip()[:MAX_QUOTE_CHARS]
 
 
-def supporting_passages(answer: str, passages: Sequence[Passage], min_share: float = 0.5) -> list[int]:
+def supporting_passages(answer: str, passages: Sequence[Passage], min_share: float = CITATIONS.min_share) -> list[int]:
     """Passages holding at least `min_share` of the answer's content words and close to the best one's share,
     best first: the passages a citation can vouch for (a passage on another topic shares only common words)."""
     words = set(lexical_tokens(answer))
@@ -115,7 +116,7 @@ def supporting_passages(answer: str, passages: Sequence[Passage], min_share: flo
         return []
     shares = [(len(words & set(lexical_tokens(p["text"]))) / len(words), n) for n, p in enumerate(passages, start=1)]
     best = max(share for share, _ in shares)
-    return [n for share, n in sorted(shares, key=lambda x: -x[0]) if share >= max(min_share, 0.8 * best)]
+    return [n for share, n in sorted(shares, key=lambda x: -x[0]) if share >= max(min_share, CITATIONS.of_best * best)]
 
 
 def citations_for(answer: str, passages: Sequence[Passage], helpful: Sequence[int]) -> list[Citation]:

@@ -12,6 +12,8 @@ from reground.prompts import keywords as prompts
 from reground.tools.adapters.chat import LLMReplyError
 from reground.tools.adapters.structured import call_json
 from reground.tools.retrieval.keywords import lexical_keywords
+from reground.tools.tuning.models import CHAT
+from reground.tools.tuning.turn import BUDGETS
 
 __all__ = ["Keywords", "extract_keywords", "lexical_keywords"]
 
@@ -24,10 +26,10 @@ class Keywords(BaseModel):
     @field_validator("keywords")
     @classmethod
     def _clean(cls, value: list[str]) -> list[str]:
-        cleaned = [k.strip() for k in value if isinstance(k, str) and k.strip() and len(k) < 60]
+        cleaned = [k.strip() for k in value if isinstance(k, str) and k.strip() and len(k) < CHAT.keyword_max_chars]
         if not cleaned:
             raise ValueError("no usable keywords")
-        return cleaned[:5]
+        return cleaned[: CHAT.max_keywords]
 
 
 def extract_keywords(state: State, env: NodeEnv) -> dict[str, Any]:
@@ -36,7 +38,7 @@ def extract_keywords(state: State, env: NodeEnv) -> dict[str, Any]:
     history = state.get("history", [])
     if method == "off":
         return {"keywords": []}
-    recent = " ".join(turn["text"] for turn in history[-2:])
+    recent = " ".join(turn["text"] for turn in history[-BUDGETS.keyword_recent_messages :])
     if method == "lexical":
         return {"keywords": lexical_keywords(standalone, question, recent)}
     env.progress("extract_keywords", "extracting keywords")
@@ -44,7 +46,11 @@ def extract_keywords(state: State, env: NodeEnv) -> dict[str, Any]:
     messages = [
         SystemMessage(env.context.prompts.keywords_prompt),
         HumanMessage(
-            prompts.USER.format(history=format_history(history[-4:]), question=question, standalone=standalone)
+            prompts.USER.format(
+                history=format_history(history[-BUDGETS.keyword_history_messages :]),
+                question=question,
+                standalone=standalone,
+            )
         ),
     ]
     try:

@@ -21,10 +21,10 @@ from reground.tools.retrieval.search import RetrievalQuery
 from reground.tools.signals.answerability import depends_on_dialogue
 from reground.tools.signals.scoring import squad_tokens
 from reground.tools.text.tokens import history_query
+from reground.tools.tuning.turn import BUDGETS, REFINEMENT
 
-# A rewrite may only use words of the conversation: one that is mostly new words is a copied few-shot
-# example or an invention (a 0.5B model does both), not this user's question.
-MIN_GROUNDED_WORD_SHARE = 0.6
+# A rewrite may only use words of the conversation (tools/tuning/turn.py REFINEMENT).
+MIN_GROUNDED_WORD_SHARE = REFINEMENT.min_grounded_word_share
 _STOP = frozenset(
     {
         *("i", "you", "we", "my", "your", "me", "do", "does", "did", "can", "could", "is", "are", "was", "be"),
@@ -48,7 +48,7 @@ class Rewrite(BaseModel):
     @classmethod
     def _one_question(cls, value: str) -> str:
         value = one_line(value, min_words=2, problem="the rewrite is empty or a single word")
-        if len(value) > 400:
+        if len(value) > REFINEMENT.rewrite_max_chars:
             raise ValueError("the rewrite is far longer than a question")
         return value
 
@@ -90,7 +90,9 @@ def refine_question(state: State, env: NodeEnv) -> dict[str, Any]:
     model = env.services.chat(env.context, "refiner")
     messages = [
         SystemMessage(env.context.prompts.refine_question_prompt),
-        HumanMessage(prompts.USER.format(history=format_history(history[-6:]), question=question)),
+        HumanMessage(
+            prompts.USER.format(history=format_history(history[-BUDGETS.rewrite_history_messages :]), question=question)
+        ),
     ]
     try:
         reply, _ = call_json(

@@ -14,6 +14,7 @@ from reground.tools.adapters.structured import call_json
 from reground.tools.retrieval.keywords import lexical_keywords
 from reground.tools.signals.answerability import stands_alone
 from reground.tools.text.tokens import history_query
+from reground.tools.tuning.turn import BUDGETS
 
 
 def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
@@ -33,7 +34,9 @@ def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
         env.progress("re_ground", "rewriting the search query with the feedback")
         model = env.services.chat(context, "refiner")
         prompt = context.prompts.reground_prompt.format(
-            history=format_history(history[-6:]), question=question, previous_query=state.get("retrieval_query", "")
+            history=format_history(history[-BUDGETS.rewrite_history_messages :]),
+            question=question,
+            previous_query=state.get("retrieval_query", ""),
         )
         try:
             reply, _ = call_json(
@@ -48,7 +51,10 @@ def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
             mode = "rewritten"
         except LLMReplyError as exc:
             env.stats.notes.append(f"query rewrite unusable ({exc}); widening the history instead")
-            query, mode = history_query(question, history, 3 * context.budgets.history_token_budget), "forced_history"
+            query, mode = (
+                history_query(question, history, BUDGETS.forced_history_factor * context.budgets.history_token_budget),
+                "forced_history",
+            )
     env.progress("re_ground", f"re-grounding (attempt {attempt})", query=query)
     keywords = lexical_keywords(query, question) if context.keyword_method != "off" else []
     update: dict[str, Any] = {"reground_attempts": attempt, "retrieval_query": query, "query_mode": mode}

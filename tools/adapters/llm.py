@@ -13,6 +13,7 @@ Each is built by `init_chat_model`; only the local URL lookup and the reply-leng
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -21,10 +22,11 @@ from typing import Any
 import httpx
 from langchain_core.language_models import BaseChatModel
 from reground.tools.errors import InputError, ModelError
+from reground.tools.tuning.models import CHAT, ENDPOINTS
 
 LOCAL_MODEL_ALIAS = "local"
 ACCEPTED = "'<provider>:<model>' (e.g. 'openai:gpt-4o-mini'), 'local:<name>' or 'openai-compatible:<model>@<base_url>'"
-REACHABLE_TTL_S = 30.0
+REACHABLE_TTL_S = ENDPOINTS.reachable_ttl_s
 OPENAI_URL = "https://api.openai.com/v1"
 
 
@@ -122,7 +124,7 @@ def load_chat_model(
     spec: str,
     *,
     temperature: float = 0.0,
-    timeout_s: float = 120.0,
+    timeout_s: float = CHAT.timeout_s,
     max_tokens: int | None = None,
     max_retries: int = 1,
 ) -> BaseChatModel:
@@ -190,7 +192,7 @@ def token_cap(model: BaseChatModel, max_tokens: int | None) -> dict[str, Any]:
 _REACHABLE: dict[str, float] = {}
 
 
-def ensure_reachable(spec: str, *, timeout_s: float = 3.0) -> str:
+def ensure_reachable(spec: str, *, timeout_s: float = ENDPOINTS.reachable_timeout_s) -> str:
     """The base URL if a server answers there (checked at most every 30 s), else LLMUnavailableError.
 
     A provider with its own API (no OpenAI-compatible URL) is not probed: "" is returned and its first call
@@ -199,7 +201,7 @@ def ensure_reachable(spec: str, *, timeout_s: float = 3.0) -> str:
     url = base_url_for(spec)
     if not url:
         return url
-    if time.monotonic() - _REACHABLE.get(url, -1e9) < REACHABLE_TTL_S:
+    if time.monotonic() - _REACHABLE.get(url, -math.inf) < REACHABLE_TTL_S:
         return url
     scheme = parse_spec(spec)[0]
     headers = {"Authorization": f"Bearer {_api_key(scheme)}"}
@@ -214,7 +216,7 @@ def ensure_reachable(spec: str, *, timeout_s: float = 3.0) -> str:
         return url
     except httpx.HTTPError as exc:
         raise LLMUnavailableError(_ways_out(url) + f" ({type(exc).__name__})") from exc
-    if response.status_code >= 500 or response.status_code == 404:
+    if response.status_code >= 500 or response.status_code == 404:  # fact: HTTP statuses
         raise LLMUnavailableError(_ways_out(url) + f" (HTTP {response.status_code})")
     _REACHABLE[url] = time.monotonic()
     return url

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import httpx
 from reground.tools.adapters.paths import cache_dir, data_dir, state_dir
 from reground.tools.errors import ModelError
+from reground.tools.tuning.models import LOCAL_SERVER
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.12
@@ -58,7 +59,7 @@ def _chunked(dist_pattern: str, file_pattern: str, count: int) -> tuple[tuple[st
 
 
 # One row a model, its fields in ModelSpec's order: name, description, parts, file_name, size, sha256, install.
-MODELS: dict[str, ModelSpec] = {
+MODELS: dict[str, ModelSpec] = {  # fact: the pinned model files, their parts and sizes
     spec.name: spec
     for spec in (
         ModelSpec(
@@ -134,7 +135,8 @@ def _part_paths(spec: ModelSpec) -> list[Path]:
             continue
         paths.append(path)
     if missing:
-        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        named = LOCAL_SERVER.missing_named
+        shown = ", ".join(missing[:named]) + (f" and {len(missing) - named} more" if len(missing) > named else "")
         raise LocalServerError(f"model {spec.name} needs packages that are not installed: {shown}. Run: {spec.install}")
     return paths
 
@@ -143,7 +145,7 @@ def _sha256(paths: list[Path]) -> str:
     digest = hashlib.sha256()
     for path in paths:
         with path.open("rb") as handle:
-            while block := handle.read(1 << 22):
+            while block := handle.read(LOCAL_SERVER.copy_block_bytes):
                 digest.update(block)
     return digest.hexdigest()
 
@@ -197,7 +199,7 @@ def resolve_gguf(model: str = DEFAULT_MODEL) -> Path:
         with partial.open("wb") as out:
             for part in parts:
                 with part.open("rb") as handle:
-                    while block := handle.read(1 << 22):
+                    while block := handle.read(LOCAL_SERVER.copy_block_bytes):
                         digest.update(block)
                         out.write(block)
         size = partial.stat().st_size
@@ -303,7 +305,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def log_tail(path: Path, lines: int = 30) -> str:
+def log_tail(path: Path, lines: int = LOCAL_SERVER.log_tail_lines) -> str:
     """The last lines of a server's log, for the error that says why it did not start."""
     try:
         return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
@@ -327,9 +329,9 @@ def launch(
     model: str = DEFAULT_MODEL,
     *,
     port: int | None = None,
-    n_ctx: int = 4096,
+    n_ctx: int = LOCAL_SERVER.n_ctx,
     n_threads: int | None = None,
-    timeout_s: float = 180.0,
+    timeout_s: float = LOCAL_SERVER.start_timeout_s,
     log: Path | None = None,
     data: str | os.PathLike[str] | None = None,
 ) -> LaunchedServer:
@@ -359,19 +361,19 @@ def launch(
                 f"the llama.cpp server exited with {process.returncode}; log {log}:\n{log_tail(log)}"
             )
         with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{url}/models", timeout=2.0).status_code == 200:
+            if httpx.get(f"{url}/models", timeout=2.0).status_code == 200:  # fact: HTTP OK
                 break
         if time.monotonic() - started > timeout_s:
             _stop_pid(process.pid)
             raise LocalServerError(f"the llama.cpp server did not answer within {timeout_s:.0f} s; log {log}")
-        time.sleep(0.25)
+        time.sleep(LOCAL_SERVER.start_poll_s)
     return LaunchedServer(process, url, port, gguf, log, round(time.monotonic() - started, 2))
 
 
 def stop_launched(server: LaunchedServer) -> None:
     _stop_pid(server.process.pid)
     with contextlib.suppress(ChildProcessError, OSError):
-        server.process.wait(timeout=5)
+        server.process.wait(timeout=LOCAL_SERVER.wait_exit_s)
 
 
 @contextlib.contextmanager
@@ -429,7 +431,7 @@ def serve(
         return info
 
 
-def _stop_pid(pid: int, grace_s: float = 10.0) -> None:
+def _stop_pid(pid: int, grace_s: float = LOCAL_SERVER.stop_grace_s) -> None:
     def send(sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, sig)  # the server leads its own session
@@ -441,7 +443,7 @@ def _stop_pid(pid: int, grace_s: float = 10.0) -> None:
             os.waitpid(pid, os.WNOHANG)
         if not _alive(pid):
             return
-        time.sleep(0.1)
+        time.sleep(LOCAL_SERVER.stop_poll_s)
     send(signal.SIGKILL)
 
 

@@ -6,13 +6,16 @@ from collections.abc import Sequence
 
 import httpx
 from reground.tools.errors import ModelError
+from reground.tools.tuning.models import ENDPOINTS
 
 
 class RerankEndpointError(ModelError, RuntimeError):
     """The rerank endpoint failed or answered in a shape we do not know; the message names the URL."""
 
 
-def rerank_over_http(url: str, query: str, texts: Sequence[str], *, timeout_s: float = 30.0) -> list[float]:
+def rerank_over_http(
+    url: str, query: str, texts: Sequence[str], *, timeout_s: float = ENDPOINTS.rerank_timeout_s
+) -> list[float]:
     """Relevance score per text, in the given order.
 
     Sends {"query", "documents", "texts"} (Cohere/Jina read `documents`, TEI reads `texts`) and reads
@@ -33,5 +36,7 @@ def rerank_over_http(url: str, query: str, texts: Sequence[str], *, timeout_s: f
             index = int(item["index"])
             scores[index] = float(item.get("relevance_score", item.get("score", 0.0)))
     except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise RerankEndpointError(f"rerank endpoint {url} answered in an unknown shape: {str(body)[:200]}") from exc
+        raise RerankEndpointError(
+            f"rerank endpoint {url} answered in an unknown shape: {str(body)[: ENDPOINTS.reply_chars_shown]}"
+        ) from exc
     return scores

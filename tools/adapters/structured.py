@@ -34,6 +34,7 @@ from reground.tools.adapters.chat import (
     parse_json_object,
 )
 from reground.tools.adapters.llm import LOCAL_MODEL_ALIAS, token_cap
+from reground.tools.tuning.models import CHAT
 
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
 ReplyForm = Literal["json_schema", "json_object_schema", "json_object", "text"]
@@ -42,13 +43,13 @@ _FORMS_BY_URL: dict[str, ReplyForm] = {}
 _FORMS_LOCK = threading.Lock()
 # HTTP statuses with which a server says "I do not take this response_format" (not: "I am down"); llama-cpp-python
 # answers 500 to a json_schema form. LangChain wraps the SDK's error, so the chain of causes is searched.
-_REFUSAL_STATUSES = {400, 404, 422, 500, 501}
+_REFUSAL_STATUSES = {400, 404, 422, 500, 501}  # fact: HTTP statuses
 
 
 def refused(exc: BaseException) -> bool:
     """Whether a failed call was the endpoint refusing the request's form (an HTTP status), not a transport error."""
     current: BaseException | None = exc
-    for _ in range(8):
+    for _ in range(CHAT.cause_chain_depth):
         if current is None:
             return False
         if getattr(current, "status_code", None) in _REFUSAL_STATUSES:

@@ -23,6 +23,7 @@ from typing import Any
 
 from reground.tools.signals.evidence import Evidence
 from reground.tools.text.lexical import lexical_tokens
+from reground.tools.tuning.turn import TRIAGE
 
 # A definite or demonstrative reference: the determiner, its first word, and the capitalised words that continue a
 # name ("the actor", "this county", "the Prime Minister", "the New York county" -> "the New York").
@@ -50,7 +51,7 @@ _ANAPHORA = re.compile(
     r"same|such|above|mentioned|former|latter|also|too|else|instead|then|so|more|another|other|again)\b",
     re.IGNORECASE,
 )
-_MIN_STANDALONE_WORDS = 6
+_MIN_STANDALONE_WORDS = TRIAGE.min_standalone_words
 
 
 def depends_on_dialogue(question: str, has_history: bool) -> bool:
@@ -111,7 +112,7 @@ def unresolved_references(question: str, history: Sequence[Mapping[str, str]]) -
     return found
 
 
-def _label(candidate: Mapping[str, Any], words: int = 8) -> str:
+def _label(candidate: Mapping[str, Any], words: int = TRIAGE.reading_label_words) -> str:
     title = str(candidate.get("title") or "").strip()
     if title:
         return title
@@ -119,7 +120,7 @@ def _label(candidate: Mapping[str, Any], words: int = 8) -> str:
     return f"{text} ..." if text else str(candidate.get("doc_id", ""))
 
 
-def readings(candidates: Iterable[Mapping[str, Any]], ratio: float, limit: int = 4) -> list[Reading]:
+def readings(candidates: Iterable[Mapping[str, Any]], ratio: float, limit: int = TRIAGE.max_readings) -> list[Reading]:
     """Distinct documents among the candidates whose document score is within `ratio` of the best one, best first
     (one reading per title: several passages of one document are one reading)."""
     ranked = sorted(candidates, key=lambda c: -float(c.get("doc_score", 0.0)))

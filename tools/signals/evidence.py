@@ -34,23 +34,19 @@ import numpy as np
 from reground.tools.signals.scoring import rouge_l, token_f1
 from reground.tools.text.lexical import STOPWORDS, lexical_tokens
 from reground.tools.text.sentences import strip_citations, text_sentences
+from reground.tools.tuning.turn import EVIDENCE
 from reground.tools.types import Passage, is_assistant
 
 # How a line that ends a sentence or leads into what follows ends (a heading line has none of these).
 _LINE_END = re.compile(r"[.!?:;,)\]\"']$")
 _SAYS_END = re.compile(r"[.!?:;)\]\"'”’]$")  # how a sentence that says something whole ends
-MAX_HEADING_WORDS = 12
-# The items of a list an extracted sentence introduces ("... are available:") that join it.
-LIST_ITEMS = 5
-# An answer whose words are mostly the previous reply's (ROUGE-L precision) repeats it.
-REPEAT_PRECISION = 0.8
-# Continuity: a passage sentence is where the previous reply came from when it restates one of the reply's sentences
-# at this token F1 or more (a verbatim extracted reply scores 1; doc2dial's human replies paraphrase their span);
-# the sentences after it gain a bonus that fades to nothing over this many sentences. A longer previous reply
-# gathers from several places (MTRAG-UN's written replies), so nothing comes "next": it gives no continuity.
-CONTINUITY_MATCH = 0.5
-CONTINUITY_WINDOW = 8
-CONTINUITY_MAX_REPLY_SENTENCES = 2
+# Headings, lists, repeats and continuity (each value's meaning and measurement: tools/tuning/turn.py EVIDENCE).
+MAX_HEADING_WORDS = EVIDENCE.max_heading_words
+LIST_ITEMS = EVIDENCE.list_items
+REPEAT_PRECISION = EVIDENCE.repeat_precision
+CONTINUITY_MATCH = EVIDENCE.continuity_match
+CONTINUITY_WINDOW = EVIDENCE.continuity_window
+CONTINUITY_MAX_REPLY_SENTENCES = EVIDENCE.continuity_max_reply_sentences
 
 
 @dataclass(frozen=True)
@@ -322,8 +318,8 @@ def repeats(answer: str, previous_reply: str) -> bool:
 
 _MARKDOWN_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _BARE_URL = re.compile(r"https?://\S+|www\.\S+")
-MAX_FRAGMENT_WORDS = 5
-MIN_REPLY_CONTENT_WORDS = 2
+MAX_FRAGMENT_WORDS = EVIDENCE.max_fragment_words
+MIN_REPLY_CONTENT_WORDS = EVIDENCE.min_reply_content_words
 
 
 def stands_as_reply(text: str) -> bool:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from reground.tools.text.sentences import CITATION
+from reground.tools.tuning.signals import TEXT_CHECKS
 
 _CURRENCY_WORDS = {
     "eur": "EUR",
@@ -72,7 +73,7 @@ _UNIT_WORDS = {
     "kilometers": "km",
 }
 _UNITS = {**_CURRENCY_WORDS, **_UNIT_WORDS}
-_SMALL = {
+_SMALL = {  # fact: the number words
     "zero": 0,
     "one": 1,
     "two": 2,
@@ -94,7 +95,7 @@ _SMALL = {
     "eighteen": 18,
     "nineteen": 19,
 }
-_TENS = {
+_TENS = {  # fact: the number words
     "twenty": 20,
     "thirty": 30,
     "forty": 40,
@@ -104,7 +105,7 @@ _TENS = {
     "eighty": 80,
     "ninety": 90,
 }
-_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}  # fact: the number words
 _MONTHS = {
     name: number
     for number, names in enumerate(
@@ -177,7 +178,7 @@ def _decimal(raw: str) -> str | None:
         mark = "," if "," in text else "." if "." in text else ""
         if mark:
             groups = text.split(mark)
-            if len(groups) > 2 or (len(groups[-1]) == 3 and groups[0] not in ("", "0")):
+            if len(groups) > 2 or (len(groups[-1]) == 3 and groups[0] not in ("", "0")):  # fact: digits per group
                 text = text.replace(mark, "")  # thousands separators: 1,000 / 1.000 / 1,000,000
             else:
                 text = text.replace(mark, ".")
@@ -206,7 +207,7 @@ def _word_value(words: str) -> int | None:
             current += _TENS[word]
         elif word in _SCALES:
             current = max(current, 1) * _SCALES[word]
-            if _SCALES[word] >= 1000:
+            if _SCALES[word] >= _SCALES["thousand"]:
                 total, current = total + current, 0
         else:
             return None
@@ -219,14 +220,14 @@ def _unit_near(text: str, start: int, end: int) -> str:
     after = _UNIT_AFTER.match(text, end)
     if after:
         return _UNITS[after.group(1).lower()]
-    before = _UNIT_BEFORE.search(text[max(0, start - 6) : start])
+    before = _UNIT_BEFORE.search(text[max(0, start - TEXT_CHECKS.unit_before_chars) : start])
     if before:
         return _CURRENCY_WORDS[before.group(1).lower()]
     return ""
 
 
 def _date(year: str | None, month: int, day: int) -> str | None:
-    if not (1 <= month <= 12 and 1 <= day <= 31):
+    if not (1 <= month <= 12 and 1 <= day <= 31):  # fact: the calendar's bounds
         return None
     return f"{year or '-'}-{month:02d}-{day:02d}" if year else f"--{month:02d}-{day:02d}"
 
@@ -268,7 +269,7 @@ def extract_figures(text: str, *, number_words: str = "with_unit") -> list[Figur
             figures.append((match.start(), Figure(value, "date", match.group(0))))
     for match in _TIME.finditer(text):
         hour, minute = int(match.group(1)), int(match.group(2))
-        if hour < 24 and minute < 60 and claim(*match.span()):
+        if hour < 24 and minute < 60 and claim(*match.span()):  # fact: the clock's bounds
             figures.append((match.start(), Figure(f"{hour:02d}:{minute:02d}", "time", match.group(0))))
     for match in _NUMBER.finditer(text):
         value = _decimal(match.group(1))

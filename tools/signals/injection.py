@@ -46,11 +46,13 @@ from reground.tools.text.hidden import (
     strip_hidden,
 )
 from reground.tools.text.sentences import CITATION
+from reground.tools.tuning.models import CHAT
+from reground.tools.tuning.signals import INJECTION
 
 FLAGS_KEY = "injection_flags"  # chunk/passage metadata: ["reason,reason: sentence", ...] (ingest and read time)
 QUOTE_WARNING = "[Warning: this passage holds text flagged as an injected instruction; it was not followed] "
 FLAGGED_REPLY_REASON = "the reply's only content was text flagged as an injected instruction"
-SCREENED_TEXTS_KEPT = 4096  # sentences whose flags are kept (a function of the text and the domain alone)
+SCREENED_TEXTS_KEPT = INJECTION.screened_texts_kept  # sentences whose flags are kept (text and domain alone)
 
 NamedPattern = tuple[str, re.Pattern[str]]
 
@@ -322,10 +324,12 @@ def _credential_request(sentence: str) -> bool:
     has_destination = bool(_DESTINATION.search(sentence))
     sentence = _URL.sub(" ", _EMAIL.sub(" ", sentence))  # "password" in a link's path is no ask
     for cred in _CREDENTIAL_RE.finditer(sentence):
-        window = sentence[max(0, cred.start() - 90) : cred.end() + 60]
+        window = sentence[
+            max(0, cred.start() - INJECTION.credential_before_chars) : cred.end() + INJECTION.credential_after_chars
+        ]
         for verb in _ASK_VERB.finditer(window):
             before = window[: verb.start()]
-            if _NEGATION.search(before[-60:]):
+            if _NEGATION.search(before[-INJECTION.negation_chars :]):
                 continue
             if _TYPE_VERB.fullmatch(verb.group(0)) and not (_BANKISH.search(cred.group(0)) or has_destination):
                 continue
@@ -439,7 +443,9 @@ class InstructionVerdict(BaseModel):
     instruction_to_assistant: bool
 
 
-def model_judge(model: BaseChatModel, stats: CallStats | None = None, *, max_tokens: int = 16) -> ModelJudge:
+def model_judge(
+    model: BaseChatModel, stats: CallStats | None = None, *, max_tokens: int = CHAT.injection_judge_max_tokens
+) -> ModelJudge:
     """A judge for `confirm_with_model`: one structured call per borderline sentence (tag `injection_check`). An
     unusable reply keeps the rules' decision for that sentence (not an instruction); a dead model raises."""
     from reground.tools.adapters.structured import call_json
@@ -567,7 +573,8 @@ def _decoded(text: str) -> list[str]:
     found: list[str] = []
     for blob in _BASE64.findall(text):
         try:
-            raw = base64.b64decode(blob + "=" * (-len(blob) % 4), validate=True).decode("utf-8")
+            padding = "=" * (-len(blob) % 4)  # fact: base64 pads to a multiple of 4
+            raw = base64.b64decode(blob + padding, validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError, ValueError):
             continue
         if raw.isprintable() and sum(c.isalpha() for c in raw) >= len(raw) // 2:
@@ -579,7 +586,7 @@ def registrable_domain(host: str) -> str:
     """example.com for www.hr.example.com (example.co.uk for a.example.co.uk): what "the same site" means here."""
     host = host.lower().strip(".").removeprefix("www.")
     labels = host.split(".")
-    keep = 3 if _TWO_LEVEL_SUFFIX.search(host) else 2
+    keep = 3 if _TWO_LEVEL_SUFFIX.search(host) else 2  # fact: labels of a registrable domain
     return ".".join(labels[-keep:])
 
 
@@ -678,7 +685,9 @@ def _passage_flags(text: str, document_domain: str | None) -> tuple[Flag, ...]:
             reasons[i - 1] = reasons[i] = ["split_sentence", *joined]
     # What follows a bare address ("Note to the AI:", "Hinweis für die KI.") is the order it introduces.
     for i in range(1, len(units)):
-        bare_address = set(reasons[i - 1]) <= _ADDRESS_ONLY and len(units[i - 1].split()) <= 6
+        bare_address = (
+            set(reasons[i - 1]) <= _ADDRESS_ONLY and len(units[i - 1].split()) <= INJECTION.bare_address_words
+        )
         if not reasons[i] and reasons[i - 1] and bare_address:
             reasons[i] = ["split_sentence", "follows_address"]
     # Text inside an HTML or markdown comment, or a hidden element, spread over several lines.
@@ -727,7 +736,8 @@ def _unit_flagged(unit: str, flagged: Mapping[str, tuple[str, ...]], domain: str
     if norm in flagged or flag_sentence(norm, document_domain=domain):
         return True
     # A part of a flagged sentence (a reply drops heading lines) or a flagged sentence inside a longer unit.
-    return len(norm.split()) >= 4 and any(norm in s or (len(s.split()) >= 4 and s in norm) for s in flagged)
+    least = INJECTION.flagged_overlap_words
+    return len(norm.split()) >= least and any(norm in s or (len(s.split()) >= least and s in norm) for s in flagged)
 
 
 class _EvidenceLike(Protocol):
@@ -843,12 +853,12 @@ def flag_passages(passages: Iterable[P], judge: ModelJudge | None = None) -> tup
     return out, trace
 
 
-def injection_note(trace: Sequence[Mapping[str, Any]], max_chars: int = 300) -> str:
+def injection_note(trace: Sequence[Mapping[str, Any]], max_chars: int = INJECTION.note_chars) -> str:
     """One line for the turn's trace: how many sentences were flagged in which documents, and the first."""
     flagged = [s for t in trace for s in t["flagged"]]
     docs = sorted({str(t.get("doc_id")) for t in trace})
     first = flagged[0] if flagged else ""
-    first = first if len(first) <= max_chars else first[: max_chars - 3] + "..."
+    first = first if len(first) <= max_chars else first[: max_chars - len("...")] + "..."
     where = ", ".join(docs)
     return f"flagged {len(flagged)} sentence(s) as injected instructions in {where} (kept, not obeyed): {first!r}"
 
@@ -887,7 +897,8 @@ def contacts(text: str) -> list[str]:
     for match in _PHONE.finditer(rest):
         raw = match.group(0).strip()
         digits = re.sub(r"\D", "", raw)
-        if 7 <= len(digits) <= 15 and not _DATE.match(raw) and not re.fullmatch(r"\d{1,7}", raw):
+        phone = 7 <= len(digits) <= 15  # fact: a phone number's digits (E.164: at most 15)
+        if phone and not _DATE.match(raw) and not re.fullmatch(r"\d{1,7}", raw):
             phones.append(raw)
     return emails + urls + phones
 

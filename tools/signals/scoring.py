@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rapidfuzz.distance import LCSseq
+from reground.tools.tuning.signals import TEXT_CHECKS
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCT = str.maketrans("", "", string.punctuation)
@@ -129,7 +130,7 @@ def weighted_improvement(new: dict[str, float], old: dict[str, float], weights: 
     return sum(weights.get(metric, 1.0) * float(new[metric] >= old[metric]) for metric in new)
 
 
-ECHO_WORDS = 4  # a run of this many prompt words (two of them content words) in a reply is the prompt echoed
+ECHO_WORDS = TEXT_CHECKS.echo_words  # a run of this many prompt words in a reply is the prompt echoed
 _PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
 
 
@@ -137,7 +138,7 @@ def _words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9']+", text.lower())
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=TEXT_CHECKS.prompt_sets_cached)
 def _prompt_runs(templates: tuple[str, ...]) -> frozenset[tuple[str, ...]]:
     """Every run of ECHO_WORDS words of the prompts' own text with two content words (built once per prompt set:
     the prompts are the same for every check of a run)."""

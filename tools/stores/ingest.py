@@ -69,7 +69,7 @@ class IngestSummary:
 # Bumped when what a chunk stores changes, so the next ingest rewrites documents written before
 # (2: sentence vectors kept per chunk; 3: paragraphs keep their line breaks, packed paragraphs a blank line;
 # 4: the same, with format 2's chunk boundaries).
-CHUNK_FORMAT = 4
+CHUNK_FORMAT = 4  # fact: the stored chunk format's version
 
 
 def content_hash(doc: Document, max_tokens: int) -> str:

@@ -122,7 +122,7 @@ def _chroma_error(exc: BaseException) -> bool:
 
 def generation_for(doc_id: str, content_hash: str) -> str:
     """Deterministic per document content: two writers of the same content write the same rows."""
-    return hashlib.sha256(f"{doc_id}\0{content_hash}".encode()).hexdigest()[:12]
+    return hashlib.sha256(f"{doc_id}\0{content_hash}".encode()).hexdigest()[:12]  # fact: the generation id format
 
 
 def _client(data_dir: Path, chroma_url: str) -> Any:
@@ -134,7 +134,7 @@ def _client(data_dir: Path, chroma_url: str) -> Any:
         parsed = urlparse(chroma_url if "://" in chroma_url else f"http://{chroma_url}")
         return chromadb.HttpClient(
             host=parsed.hostname or "127.0.0.1",
-            port=parsed.port or 8000,
+            port=parsed.port or 8000,  # fact: Chroma's default port
             ssl=parsed.scheme == "https",
             settings=settings,
         )

@@ -77,7 +77,7 @@ def _split_long(paragraph: str, max_tokens: int) -> list[str]:
 
 
 def chunk_id_for(doc_id: str, position: int, text: str) -> str:
-    return hashlib.sha1(f"{doc_id}\x1f{position}\x1f{text}".encode()).hexdigest()[:16]
+    return hashlib.sha1(f"{doc_id}\x1f{position}\x1f{text}".encode()).hexdigest()[:16]  # fact: the chunk id format
 
 
 def chunk_document(doc: Document, *, max_tokens: int = DEFAULT_MAX_TOKENS, overlap_tokens: int = 0) -> list[Chunk]:

@@ -28,7 +28,7 @@ def hidden_segments(text: str) -> list[str]:
     """Text hidden from a human reader: HTML comments, hidden elements, markdown comments, zero-width runs."""
     found: list[str] = []
     for match in HTML_COMMENT.finditer(text):
-        found.append(match.group(0)[4:].removesuffix("-->").strip())
+        found.append(match.group(0)[len("<!--") :].removesuffix("-->").strip())
     for match in HIDDEN_ELEMENT.finditer(text):
         found.append(re.sub(r"<[^>]+>", " ", match.group("body")).strip())
     for match in MARKDOWN_COMMENT.finditer(text):
@@ -54,7 +54,7 @@ def strip_hidden(text: str) -> str:
 
 def markup_hidden_segments(text: str) -> list[str]:
     """The text of HTML comments, hidden elements and markdown comments, whitespace-normalised (no zero-width runs)."""
-    found = [m.group(0)[4:].removesuffix("-->") for m in HTML_COMMENT.finditer(text)]
+    found = [m.group(0)[len("<!--") :].removesuffix("-->") for m in HTML_COMMENT.finditer(text)]
     found += [re.sub(r"<[^>]+>", " ", m.group("body")) for m in HIDDEN_ELEMENT.finditer(text)]
     found += [next((g for g in m.groups() if g), "") for m in MARKDOWN_COMMENT.finditer(text)]
     return [" ".join(f.split()) for f in found]

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from reground.tools.tuning.retrieval import BM25_PARAMS
 
 # Letters and digits (any script), lower-cased: "Café's 2024 PTO" → café, s, 2024, pto.
 _TOKEN = re.compile(r"[^\W_]+")
@@ -57,7 +58,9 @@ class BM25:
     has are ignored.
     """
 
-    def __init__(self, corpus: Sequence[Sequence[str]], *, k1: float = 1.5, b: float = 0.75) -> None:
+    def __init__(
+        self, corpus: Sequence[Sequence[str]], *, k1: float = BM25_PARAMS.k1, b: float = BM25_PARAMS.b
+    ) -> None:
         import bm25s
 
         self.size = len(corpus)
@@ -92,5 +95,5 @@ def idf_overlap(documents: Sequence[set[str]], terms: Sequence[str]) -> np.ndarr
     for term in terms:
         rows = [i for i, vocabulary in enumerate(documents) if term in vocabulary]
         if rows:
-            scores[rows] += math.log(1 + (len(documents) - len(rows) + 0.5) / (len(rows) + 0.5))
+            scores[rows] += math.log(1 + (len(documents) - len(rows) + 0.5) / (len(rows) + 0.5))  # fact: BM25's idf
     return scores

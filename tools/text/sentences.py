@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 
+from reground.tools.tuning.turn import EVIDENCE
+
 # A sentence ends at its punctuation or at a blank line (a paragraph's end); a single line break does not end one:
 # a heading line without punctuation ranks with the sentence it introduces (`reply_text` leaves it out of replies).
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
-MIN_SENTENCE_WORDS = 3  # shorter pieces ("Yes.", "See below.") are not evidence
+MIN_SENTENCE_WORDS = EVIDENCE.min_sentence_words  # shorter pieces ("Yes.", "See below.") are not evidence
 CITATION = re.compile(r"\s*\[(\d{1,2})\]")  # a citation mark and the space before it; group 1: the number
 
 

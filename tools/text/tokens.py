@@ -13,6 +13,8 @@ from pathlib import Path
 import tiktoken
 from reground.tools.adapters.paths import cache_dir
 from reground.tools.errors import ModelError
+from reground.tools.tuning.signals import TEXT_CHECKS
+from reground.tools.tuning.turn import BUDGETS
 
 # What tiktoken downloads and the sha256 it pins; the cache key is the sha1 of the URL.
 ENCODINGS: dict[str, tuple[str, str]] = {
@@ -56,7 +58,7 @@ def seed_tiktoken_cache() -> Path:
     return target
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=TEXT_CHECKS.encoders_cached)
 def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
     seed_tiktoken_cache()
     return tiktoken.get_encoding(name)
@@ -81,7 +83,9 @@ def tail_tokens(text: str, max_tokens: int) -> str:
 
 
 def history_query(
-    question: str, history: Sequence[tuple[str, str] | Mapping[str, str]], budget_tokens: int = 100
+    question: str,
+    history: Sequence[tuple[str, str] | Mapping[str, str]],
+    budget_tokens: int = BUDGETS.history_token_budget,
 ) -> str:
     """The question plus the most recent dialogue turns that fit in `budget_tokens` (ReGround's DH_tokens).
 

@@ -30,6 +30,8 @@ class Budgets:
     # Earlier messages shown to a question rewrite (refine_question, re_ground) and to the LLM keyword call.
     rewrite_history_messages: int = 6
     keyword_history_messages: int = 4
+    # Earlier messages whose words join the lexical keywords (the last exchange).
+    keyword_recent_messages: int = 2
     # The forced-history re-ground query reads this many times the usual dialogue budget (ReGround +Force).
     forced_history_factor: int = 3
     # LangGraph recursion limit of a turn: far above the loops' own caps (a turn takes at most ~20 steps).
