@@ -2,7 +2,7 @@
 
 A threshold, a weight, a count, a cap, a timeout or a cache size is a choice somebody made, usually after a
 measurement; it lives in tools/tuning/ with its meaning and that measurement, and the code reads it by name
-(`TRIAGE.judge_answer_threshold`, `RETRIEVAL.rerank_fusion_k`) or from the run's Context, whose defaults come
+(`TRIAGE.judge_answer_threshold`, `RERANK.fusion_k`) or from the run's Context, whose defaults come
 from there. The checker reads the source with `ast` and reports every int or float literal except:
 
 - the identities and halves of arithmetic and indexing: -1, 0, 1 and 2 (and their float forms);
