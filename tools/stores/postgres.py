@@ -243,6 +243,7 @@ class PostgresStore:
         self._terms: OrderedDict[tuple[int, str], tuple[int, int, int] | None] = OrderedDict()
         self._memo: dict[tuple[int, str], Any] = {}
         self._stats_cache: tuple[float, dict[str, Any]] | None = None
+        self._doc_terms: OrderedDict[tuple[int, str, tuple[str, ...]], tuple[Counter[str], int]] = OrderedDict()
         self._setup()
         row = self._collection_row()
         if row is None:
@@ -1054,13 +1055,30 @@ class EngineDocumentIndex:
             if not held or not terms:
                 out[doc_id] = 0.0
                 continue
-            tokens = document_terms(held)
-            counts = Counter(tokens)
+            counts, length = self._counts(doc_id, held)
             score = sum(
-                idf(known[t][2], self.n) * bm25_weight(counts[t], len(tokens), self.avg) for t in terms if counts.get(t)
+                idf(known[t][2], self.n) * bm25_weight(counts[t], length, self.avg) for t in terms if counts.get(t)
             )
             out[doc_id] = float(np.float32(score))
         return out
+
+    def _counts(self, doc_id: str, held: Sequence[Chunk]) -> tuple[Counter[str], int]:
+        """A document's term counts and length (cached per store version and chunk set: a turn scores the same
+        leaders for two signals, and the next turn of a conversation mostly the same ones again)."""
+        key = (self.version, doc_id, tuple(c["chunk_id"] for c in held))
+        cache = self.store._doc_terms
+        with self.store._lock:
+            found = cache.get(key)
+            if found is not None:
+                cache.move_to_end(key)
+                return found
+        tokens = document_terms(held)
+        value = (Counter(tokens), len(tokens))
+        with self.store._lock:
+            cache[key] = value
+            while len(cache) > DOC_CACHE:
+                cache.popitem(last=False)
+        return value
 
 
 _CHUNK_COLUMNS = "chunk_id, doc_id, title, section, url, position, text, metadata"
