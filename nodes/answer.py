@@ -15,7 +15,7 @@ question (`partial_coverage`), the reply says which of its words the documents d
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -24,7 +24,13 @@ from reground.nodes.state import Draft, PassageJudgement, State
 from reground.prompts import answer as answer_prompts
 from reground.tools.adapters.chat import LLMReplyError, call_text
 from reground.tools.adapters.structured import call_json
-from reground.tools.signals.evidence import Evidence, extractive_answer, previous_reply, relevance_parts
+from reground.tools.signals.evidence import (
+    Evidence,
+    extractive_answer,
+    previous_reply,
+    relevance_parts,
+    reply_words,
+)
 from reground.tools.signals.injection import answerable_evidence
 from reground.tools.signals.scoring import majority_best, principle_scores
 from reground.tools.text.sentences import sentence_parts, strip_citations
@@ -136,10 +142,19 @@ def answer_sample(messages: Sequence[Any], env: NodeEnv, temperature: float) -> 
     return reply.answer, list(reply.helpful)
 
 
-def extracted_sentences(evidence: Sequence[Evidence], length: str) -> tuple[str, list[int]]:
-    """The reply an extract-style answer gives at a length (measured on doc2dial and MTRAG-UN dev: evals/README.md)."""
+def extracted_sentences(
+    evidence: Sequence[Evidence], length: str, history: Sequence[Mapping[str, str]] = ()
+) -> tuple[str, list[int]]:
+    """The reply an extract-style answer gives at a length (measured on doc2dial and MTRAG-UN dev: evals/README.md).
+    'conversation': about as many words as the assistant's replies so far (their median); a first turn, with no
+    reply before it, is answered as 'sentence'."""
+    target = reply_words(history) if length == "conversation" else 0.0
+    if length == "conversation" and not target:
+        length = "sentence"
     shape = EVIDENCE.answer_lengths[length]
-    return extractive_answer(evidence, shape.sentences, shape.ratio, same_passage=shape.same_passage)
+    return extractive_answer(
+        evidence, shape.sentences, shape.ratio, same_passage=shape.same_passage, target_words=target
+    )
 
 
 def with_gap(text: str, state: State, env: NodeEnv) -> tuple[str, str]:
@@ -161,7 +176,7 @@ def extracted(
     evidence = answerable_evidence(
         evidence, passages
     )  # a flagged sentence never answers alone (tools/signals/injection.py)
-    text, helpful = extracted_sentences(evidence, context.answer_length)
+    text, helpful = extracted_sentences(evidence, context.answer_length, state.get("history", []))
     if not text:
         env.stats.notes.append("no passage sentence to answer with")
         return {"judgements": [], "draft": not_found_draft(passages, state, context.escalation)}

@@ -66,7 +66,7 @@ GROUP_SEPARATOR = "__"  # REGROUND_<GROUP>__<FIELD>
 Principle = Literal["specificity", "faithfulness", "relevance"]
 # How a reply is made, and how long an extracted one is (nodes/answer.py).
 AnswerStyle = Literal["extract", "write"]
-AnswerLength = Literal["sentence", "paragraph"]
+AnswerLength = Literal["conversation", "sentence", "paragraph"]
 
 # Value domains several fields share: the bounds live in the type, and Studio's form shows them as min/max.
 Share = Annotated[float, Field(ge=0.0, le=1.0)]  # a score, a margin or a share on a 0-1 scale
@@ -760,9 +760,12 @@ class Context(EnvSettings):
         ),
     )
     answer_length: AnswerLength = Field(
-        default="sentence",
+        default="conversation",
         description=(
-            "How long an extracted reply is. 'sentence' (chat replies, like doc2dial's agents): the best sentence, "
+            "How long an extracted reply is. 'conversation': about as long as the assistant's replies in this "
+            "conversation so far (their median words), from the best passage's sentences scoring at least half as "
+            "well as the best (at most 6); a first turn is answered as 'sentence'. "
+            "'sentence' (chat replies, like doc2dial's agents): the best sentence, "
             "plus the next-best one of the same passage when it scores at least 90% as well, in reading order. "
             "'paragraph' (answers like MTRAG-UN's ~75-word references): up to 3 sentences of the passages that score "
             "at least half as well as the best."

@@ -261,3 +261,27 @@ def test_a_fragment_or_a_bare_link_is_never_a_whole_reply() -> None:
     ]
     text, passages = extractive_answer(evidence)
     assert text == "Transfer your documents to the new project first." and passages == [1]
+
+
+def test_a_reply_runs_as_long_as_the_conversations_replies_so_far() -> None:
+    from reground.nodes.answer import extracted_sentences
+    from reground.tools.signals.evidence import Evidence, reply_words
+
+    best = Evidence("Carried-over days must be taken by 31 March of the next year.", 1, 0.6, 0.3, 0.3, order=1)
+    second = Evidence("Days you could not take because of illness stay for 15 months.", 1, 0.5, 0.3, 0.2, order=2)
+    third = Evidence("Ask your manager to approve the carry-over in the HR portal.", 1, 0.4, 0.2, 0.2, order=3)
+    weak = Evidence("The canteen opens at eight.", 1, 0.2, 0.1, 0.1, order=4)
+    elsewhere = Evidence("Another country's carry-over ends in April for every employee.", 2, 0.55, 0.3, 0.2, order=9)
+    evidence = [best, elsewhere, second, third, weak]
+    short = [{"role": "user", "text": "Hi"}, {"role": "assistant", "text": "Hello, how can I help?"}]
+    long = [{"role": "agent", "text": " ".join(["word"] * n)} for n in (30, 8, 40)]
+    assert reply_words([]) == 0.0 and reply_words(short) == 5.0 and reply_words(long) == 30.0
+
+    first_turn, _ = extracted_sentences(evidence, "conversation", [])
+    assert first_turn == extracted_sentences(evidence, "sentence")[0] == best.text, "a first turn: one sentence"
+    assert extracted_sentences(evidence, "conversation", short)[0] == best.text, "short replies so far: one sentence"
+    text, passages = extracted_sentences(evidence, "conversation", long)
+    assert text == f"{best.text} {second.text} {third.text}" and passages == [1], (
+        "long replies so far: sentences of the best passage until about 30 words, in reading order; another "
+        "passage's sentence and one scoring under half the best never join"
+    )

@@ -198,6 +198,16 @@ def previous_reply(history: Sequence[Mapping[str, str]]) -> str:
     return next((str(t["text"]) for t in reversed(history) if is_assistant(str(t.get("role", "")))), "")
 
 
+def reply_words(history: Sequence[Mapping[str, str]]) -> float:
+    """How long the assistant's replies in this conversation run: the median of their word counts (0 before the
+    first). A reply in the conversation's own register is about as long as the ones before it."""
+    counts = sorted(len(str(t["text"]).split()) for t in history if is_assistant(str(t.get("role", ""))))
+    if not counts:
+        return 0.0
+    middle = len(counts) // 2
+    return float(counts[middle]) if len(counts) % 2 else (counts[middle - 1] + counts[middle]) / 2
+
+
 def stored_sentence_vectors(embed: Callable[..., Any], passages: Sequence[Passage]) -> list[np.ndarray | None]:
     """The passages' sentence vectors kept at ingest, when `embed` is a retriever's cached `embed` whose store keeps
     them (`SearchIndex.sentence_vectors`); None for each passage otherwise (its sentences are embedded instead)."""
@@ -396,21 +406,29 @@ def reply_text(sentence: str) -> str:
 
 
 def extractive_answer(
-    evidence: Sequence[Evidence], max_sentences: int = 1, ratio: float = 1.0, *, same_passage: bool = False
+    evidence: Sequence[Evidence],
+    max_sentences: int = 1,
+    ratio: float = 1.0,
+    *,
+    same_passage: bool = False,
+    target_words: float = 0.0,
 ) -> tuple[str, list[int]]:
     """The best evidence sentences in the documents' own words, with the passages they come from: the best one,
     then the next-best ones while they score at least `ratio` of the best (up to `max_sentences`; with
-    `same_passage`, only sentences of the best one's passage), in reading order; questions are skipped."""
+    `same_passage`, only sentences of the best one's passage; with `target_words`, until the reply has that many
+    words), in reading order; questions are skipped."""
     answers = answer_sentences(evidence)
     if not answers:
         return "", []
     best = answers[0]
     picked = [best]
+    words = len(best.text.split())
     for item in answers[1:]:
-        if len(picked) >= max_sentences or item.strength < ratio * best.strength:
+        if len(picked) >= max_sentences or item.strength < ratio * best.strength or 0 < target_words <= words:
             break
         if not same_passage or item.passage == best.passage:
             picked.append(item)
+            words += len(item.text.split())
     # A sentence that introduces a list ("Two types are available:") is answered by the list that follows it.
     following = {e.order: e for e in evidence}
     for item in list(picked):

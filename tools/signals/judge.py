@@ -242,7 +242,7 @@ class JudgeModel:
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
-    return np.asarray(1.0 / (1.0 + np.exp(-np.clip(x, -30, 30))))
+    return np.asarray(1.0 / (1.0 + np.exp(-np.clip(x, -30, 30))))  # fact: exp overflows float32 past about 88
 
 
 Head = tuple[np.ndarray, float, np.ndarray, np.ndarray]  # a logistic model: weights, bias, input mean, input scale

@@ -12,6 +12,7 @@ from reground.tools.signals.answerability import coverage, depends_on_dialogue
 from reground.tools.signals.evidence import Evidence, previous_reply, turn_evidence_vectors
 from reground.tools.signals.judge import JudgeModel, judge_inputs, sentence_probabilities
 from reground.tools.text.tokens import history_query
+from reground.tools.tuning.turn import BUDGETS
 from reground.tools.types import Passage
 
 
@@ -22,7 +23,7 @@ class EvidenceWeights:
     dense: float = 1.0
     dialogue: float = 0.0
     continuity: float = 0.0
-    history_token_budget: int = 100
+    history_token_budget: int = BUDGETS.history_token_budget
     judge: float = 1.0  # the judge's probability's weight beside the hand-made score
 
 

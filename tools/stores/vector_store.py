@@ -62,7 +62,8 @@ class StoreSpecError(InputError):
 def collection_name_problem(collection: str) -> str | None:
     """Why a collection name is invalid (Chroma's rules, with room for the manifest suffix), or None."""
     shape = r"[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]"
-    if 3 <= len(collection) <= 200 and re.fullmatch(shape, collection) and ".." not in collection:
+    fits = 3 <= len(collection) <= 200  # fact: Chroma's name length rule
+    if fits and re.fullmatch(shape, collection) and ".." not in collection:
         return None
     return (
         f"invalid collection name {collection!r}: 3-200 characters, letters, digits, '.', '_' or '-', "
@@ -100,8 +101,8 @@ def pack_sentence_vectors(vectors: np.ndarray) -> bytes:
     """Vectors as int8, each row scaled so its largest component is 127 (the scale needs no storing: rows are
     re-normalised when unpacked): a quarter of float32, cosine to the original > 0.9995."""
     rows = np.asarray(vectors, dtype=np.float32)
-    scale = 127.0 / np.clip(np.abs(rows).max(axis=1, keepdims=True), 1e-12, None)
-    return np.clip(np.rint(rows * scale), -127, 127).astype(np.int8).tobytes()
+    scale = 127.0 / np.clip(np.abs(rows).max(axis=1, keepdims=True), 1e-12, None)  # fact: the int8 range
+    return np.clip(np.rint(rows * scale), -127, 127).astype(np.int8).tobytes()  # fact: the int8 range
 
 
 def unpack_sentence_vectors(packed: bytes, dimension: int) -> np.ndarray:
