@@ -88,15 +88,22 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _token(key: str, value: str | None = None) -> str:
+    """One scope token: JSON, so no field name or value can forge another's (`a=b: c` vs `a: b=c`)."""
+    return json.dumps([key] if value is None else [key, value])
+
+
 def scope_tokens(metadata: Mapping[str, Any]) -> list[str]:
-    """What a chunk's metadata lets through: `field=value` for the value and each comma-separated part of it
-    (`matches` treats 'DE,AT' as both), so a scope {field: [values]} is
-    `scope_tokens && ['field=v', ..., 'field=all']`."""
+    """What a chunk's metadata lets through, as `search_index.matches` decides it: a token for the value and for
+    each comma-separated part of it ('DE,AT' is both), and a wildcard token when the value is exactly 'all'. A scope
+    {field: [values]} is then `scope_tokens && [field's value tokens..., field's wildcard]` per field."""
     out: set[str] = set()
     for key, value in metadata.items():
         text = str(value)
-        out.add(f"{key}={text}")
-        out.update(f"{key}={part}" for part in text.split(","))
+        out.add(_token(key, text))
+        out.update(_token(key, part) for part in text.split(","))
+        if text == MATCH_ANY:
+            out.add(_token(key))
     return sorted(out)
 
 
@@ -107,7 +114,7 @@ def scope_clause(scope: Mapping[str, Sequence[str]], column: str = "scope_tokens
     parts, params = [], []
     for key, values in sorted(scope.items()):
         parts.append(f"{column} && %s::text[]")
-        params.append([f"{key}={v}" for v in [*values, MATCH_ANY]])
+        params.append([*(_token(key, v) for v in values), _token(key)])
     return " AND ".join(parts), params
 
 
