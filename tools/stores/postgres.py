@@ -165,15 +165,31 @@ def local_engine_uri(data_dir: str | Path) -> str:
     try:
         from pgserver.postgres_server import PostgresServer
 
-        # pgserver keeps one handle per directory per process: a handle whose server has died (killed, crashed)
-        # is dropped, so this call starts the server again (it recovers from its write-ahead log).
-        stale = PostgresServer._instances.get(path.resolve())
-        if stale is not None and not stale.get_postmaster_info().is_running():
+        # pgserver keeps one handle per directory per process, and trusts a postmaster.pid whose process exists: a
+        # server that died (killed, crashed) but was not reaped yet is a zombie with that pid. Its handle and pid file
+        # are dropped, so this call starts the server again (it recovers from its write-ahead log).
+        if (path / "postmaster.pid").is_file() and not _postmaster_alive(path):
             PostgresServer._instances.pop(path.resolve(), None)
+            (path / "postmaster.pid").unlink(missing_ok=True)
+            for lock in path.glob(".s.PGSQL.*.lock"):  # the socket's lock names the dead pid too
+                lock.unlink(missing_ok=True)
+                Path(str(lock).removesuffix(".lock")).unlink(missing_ok=True)
         server = pgserver.get_server(path.resolve(), cleanup_mode=None)
         return str(server.get_uri())
     except Exception as exc:
         raise EngineError(f"cannot start the bundled engine in {path}: {exc}") from exc
+
+
+def _postmaster_alive(path: Path) -> bool:
+    """Whether the postmaster named in data_dir's postmaster.pid runs (a zombie does not)."""
+    import psutil
+
+    try:
+        pid = int((path / "postmaster.pid").read_text().splitlines()[0])
+        proc = psutil.Process(pid)
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except (OSError, ValueError, IndexError, psutil.Error):
+        return False
 
 
 def stop_local_engine(data_dir: str | Path) -> bool:
@@ -236,7 +252,6 @@ class PostgresStore:
             max_size=pool_size,
             kwargs={"autocommit": True},
             configure=self._configure,
-            check=ConnectionPool.check_connection,
             open=False,
         )
         try:
@@ -287,13 +302,19 @@ class PostgresStore:
 
     @contextlib.contextmanager
     def _conn(self) -> Iterator[Any]:
-        """A pooled connection; a dead engine is one EngineError naming it."""
+        """A pooled connection; a dead engine is one EngineError naming it.
+
+        Connections are not checked on every checkout (that is one more round trip per query, of ~40 a turn): after
+        a failure, the pool checks its idle connections (`ConnectionPool.check`) and replaces the broken ones, so the
+        call after an engine restart gets a working connection."""
         import psycopg
 
         try:
             with self._pool.connection(timeout=POOL_WAIT_S) as conn:
                 yield conn
         except psycopg.OperationalError as exc:
+            with contextlib.suppress(Exception):
+                self._pool.check()
             raise EngineError(f"the engine at {_safe(self.uri)} failed: {exc}".strip()) from exc
         except Exception as exc:
             from psycopg_pool import PoolTimeout
