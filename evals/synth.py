@@ -217,7 +217,7 @@ def needs_no_history(question: str, bare_rank: int | None) -> bool:
     return bare_rank == 1 and not refers_to_history(question)
 
 
-def support(store: SearchStore, question: str, k: int = 5) -> tuple[float, Chunk | None]:
+def closest_chunk(store: SearchStore, question: str, k: int = 5) -> tuple[float, Chunk | None]:
     """The best cosine of the bare question to a stored chunk, and that chunk (the closest supporting passage)."""
     hits = store.dense_search(store.embedder.embed_query(question), k)
     return (float(hits[0][1]), hits[0][0]) if hits else (0.0, None)
@@ -246,7 +246,7 @@ def calibrate_support_threshold(store: SearchStore, cases: Iterable[Case]) -> di
     for case in cases:
         label = (case.answerability or "").upper()
         if label in ("ANSWERABLE", "UNANSWERABLE"):
-            (positives if label == "ANSWERABLE" else negatives).append(support(store, case.question)[0])
+            (positives if label == "ANSWERABLE" else negatives).append(closest_chunk(store, case.question)[0])
     return separating_threshold(positives, negatives)
 
 
@@ -446,7 +446,7 @@ class DialogueMaker:
         checks["model_check"] = self._check(span.text, history, question, stats)
         if checks["model_check"] is False:
             return None, "model_says_unanswered"
-        checks["support"] = round(support(self.store, question)[0], 4)
+        checks["support"] = round(closest_chunk(self.store, question)[0], 4)
         return self._case(kind, doc, history, question, reply, [doc.doc_id], span, True, checks), None
 
     def _refer_back(self, question: str, history: Sequence[Turn], stats: CallStats) -> str | None:
@@ -473,7 +473,7 @@ class DialogueMaker:
             return None, "generation_failed"
         if repeats_question(question, history):
             return None, "repeats_question"
-        score, closest = support(self.store, question)
+        score, closest = closest_chunk(self.store, question)
         checks: dict[str, Any] = {"support": round(score, 4), "closest_chunk_id": closest and closest["chunk_id"]}
         if score >= self.settings.support_threshold:
             return None, "unanswerable_supported"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -15,11 +14,9 @@ from reground.prompts import answer as answer_prompts
 from reground.tools.signals.injection import guard_reply, unsupported_contacts
 from reground.tools.signals.scoring import squad_tokens
 from reground.tools.text.lexical import lexical_tokens
-from reground.tools.text.sentences import sentence_spans, strip_citations, text_sentences
+from reground.tools.text.sentences import CITATION, sentence_spans, strip_citations, text_sentences
 from reground.tools.tuning.turn import CITATIONS
 from reground.tools.types import Passage
-
-_CITED = re.compile(r"\[(\d{1,2})\]")
 
 
 def passes_checks(draft: Draft, context: Context) -> bool:
@@ -123,7 +120,7 @@ def citations_for(answer: str, passages: Sequence[Passage], helpful: Sequence[in
     """What the answer cites: its [n] markers, the helpful passages or all passages, each kept only if it
     holds the answer's content; a marker or verdict on an unrelated passage is dropped."""
     supporting = supporting_passages(answer, passages)
-    marked = [int(n) for n in _CITED.findall(answer) if 1 <= int(n) <= len(passages)]
+    marked = [int(n) for n in CITATION.findall(answer) if 1 <= int(n) <= len(passages)]
     numbers = [n for n in marked if n in supporting] or [n for n in supporting if n in helpful] or supporting[:1]
     seen: list[int] = []
     for n in numbers:
