@@ -135,18 +135,31 @@ def questions() -> list[str]:
     return out
 
 
-@pytest.fixture(scope="module")
-def tenant_store(tmp_path_factory: pytest.TempPathFactory) -> Any:
+@pytest.fixture(scope="module", params=["embedded", "engine"])
+def tenant_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The tenants' collection in the embedded store, and in the search engine backend (PostgreSQL + pgvector from
+    the `engine` extra, tools/stores/postgres.py), where the scope is applied inside the engine's queries."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from reground.tools.stores.factory import open_store
     from reground.tools.stores.ingest import ingest
-    from reground.tools.stores.store import PassageStore
+    from reground.tools.stores.postgres import stop_local_engine
 
     root = tmp_path_factory.mktemp("tenants")
     corpus = root / "tenants.jsonl"
     corpus.write_text("".join(json.dumps(d) + "\n" for d in tenant_documents()), encoding="utf-8")
-    store = PassageStore.open(COLLECTION, data_dir=root / "store", create=True)
-    summary = ingest([corpus], store, progress=False)
-    assert not summary.errors
-    return store
+    engine = Path(tempfile.mkdtemp(prefix="reground-tenants-engine-")) / "pg"  # outside pytest's rotated tmp dirs
+    spec = f"pgserver:{engine}" if request.param == "engine" else f"chroma:{root / 'store'}"
+    try:
+        store = open_store(spec, COLLECTION, create=True)
+        summary = ingest([corpus], store, progress=False)
+        assert not summary.errors
+        yield store
+    finally:
+        stop_local_engine(engine)
+        shutil.rmtree(engine.parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
