@@ -13,6 +13,7 @@ import json
 from array import array
 from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -287,6 +288,7 @@ class HybridRetriever:
         self._doc_indexes: OrderedDict[tuple[int, str], DocumentTermIndex] = OrderedDict()
         self._shifted: OrderedDict[str, bool] = OrderedDict()  # topic-shift decisions (earlier turns recur)
         self._phrases: OrderedDict[tuple[int, str, str], array] = OrderedDict()  # n-grams per document
+        self._pool: ThreadPoolExecutor | None = None  # concurrent signal searches (stores with `concurrent_reads`)
 
     # --- embeddings (cached: the graph re-embeds the same question across loops) --------------
 
@@ -398,16 +400,26 @@ class HybridRetriever:
                 raise ValueError(f"unknown document signal {name!r} in RetrievalSettings.weights (known: {known})")
         dense_texts = [texts[n.split("_", 1)[1]] for n in wanted if n.startswith("dense_")]
         vectors = dict(zip(dense_texts, self.embed(dense_texts), strict=True)) if dense_texts else {}
-        signals: dict[str, dict[str, float]] = {}
-        for name in wanted:
+
+        def search(name: str) -> dict[str, float]:
             kind, _, which = name.partition("_")
             if kind == "lexical":
                 text = " ".join(t for t in (texts[which], keywords) if t)
-                hits = self.store.lexical_search(text, self.settings.chunk_k, where=where)
-            else:
-                hits = self.store.dense_search(vectors[texts[which]], self.settings.chunk_k, where=where)
-            signals[name] = _best_per_document(hits)
-        return signals
+                return _best_per_document(self.store.lexical_search(text, self.settings.chunk_k, where=where))
+            return _best_per_document(
+                self.store.dense_search(vectors[texts[which]], self.settings.chunk_k, where=where)
+            )
+
+        # A store whose searches wait on a server (`concurrent_reads`, the engine backend) is asked for every signal
+        # at once: the dense and the BM25 statements overlap instead of adding up. Same calls, same results.
+        if len(wanted) > 1 and getattr(self.store, "concurrent_reads", False):
+            return dict(zip(wanted, self._executor().map(search, wanted), strict=True))
+        return {name: search(name) for name in wanted}
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=len(CHUNK_TEXTS) * 2, thread_name_prefix="retrieval")
+        return self._pool
 
     @staticmethod
     def signal_texts(query: RetrievalQuery, topic: Topic | None = None) -> dict[str, str]:

@@ -228,6 +228,8 @@ def engine_uri(spec: str) -> str:
 class PostgresStore:
     """A collection in PostgreSQL: written by ingest, searched in the engine (a VectorStore and a SearchStore)."""
 
+    concurrent_reads = True  # searches wait on the engine: retrieval may issue a turn's searches at once
+
     def __init__(
         self,
         uri: str,
