@@ -760,15 +760,15 @@ class Context(EnvSettings):
         ),
     )
     answer_length: AnswerLength = Field(
-        default="conversation",
+        default="sentence",
         description=(
-            "How long an extracted reply is. 'conversation': about as long as the assistant's replies in this "
-            "conversation so far (their median words), from the best passage's sentences scoring at least half as "
-            "well as the best (at most 6); a first turn is answered as 'sentence'. "
-            "'sentence' (chat replies, like doc2dial's agents): the best sentence, "
+            "How long an extracted reply is. 'sentence' (chat replies, like doc2dial's agents): the best sentence, "
             "plus the next-best one of the same passage when it scores at least 90% as well, in reading order. "
             "'paragraph' (answers like MTRAG-UN's ~75-word references): up to 3 sentences of the passages that score "
-            "at least half as well as the best."
+            "at least half as well as the best. 'conversation' (a conversation whose earlier replies someone else "
+            "wrote, e.g. handed over from people): about as long as the assistant's replies so far (their median "
+            "words), from the best passage's sentences scoring at least half as well as the best (at most 6); a first "
+            "turn is answered as 'sentence'."
         ),
     )
     escalation: str = Field(

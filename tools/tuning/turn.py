@@ -111,10 +111,10 @@ class Evidence:
     # Answers are cut to this many sentences (dialogue replies are short; the answer rules say 1-3).
     max_answer_sentences: int = 2
     # Extracted reply lengths (doc2dial dev for 'sentence', MTRAG-UN dev's ~75-word references for 'paragraph').
-    # 'conversation' (the default) runs until the reply is as long as the conversation's assistant replies so far
-    # (their median words), from the best passage's sentences scoring at least half the best, at most six; chosen on
-    # the doc2dial validation dialogues (sha1 in [0.6, 0.8), replayed offline: top-sentence F1 0.343 -> 0.349; six
-    # sentences set a priori, the validation set cannot tell four from six); evals/README.md, "Reply length".
+    # 'conversation' runs until the reply is as long as the conversation's assistant replies so far (their median
+    # words), from the best passage's sentences scoring at least half the best, at most six; chosen on the doc2dial
+    # validation dialogues (sha1 in [0.6, 0.8), replayed offline: reply F1 0.343 -> 0.349; six set a priori, the
+    # validation set cannot tell four from six). Not the default: evals/README.md, "Reply length", says why.
     answer_lengths: Mapping[str, AnswerLength] = field(
         default_factory=lambda: MappingProxyType(
             {
