@@ -226,6 +226,10 @@ def served(tmp_path_factory: pytest.TempPathFactory, spec: str) -> Iterator[Any]
     """A local LLM server and `langgraph dev` whose graphs read and write the engine (REGROUND_STORE)."""
     from servers import start_langgraph_dev, start_local_llm
 
+    try:  # as tests/integration/test_langgraph_server.py: the LLM stack, not the engine, may be missing
+        import llama_cpp  # noqa: F401
+    except ImportError as exc:
+        pytest.skip(f"local LLM stack not installed ({exc}); `make test` installs it")
     llm = start_local_llm("smollm2-135m", tmp_path_factory.mktemp("engine-llm"))
     workdir = tmp_path_factory.mktemp("engine-langgraph-dev")
     try:
