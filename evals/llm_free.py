@@ -28,6 +28,7 @@ def llm_free_graph(
     data_dir: str | None = None,
     checkpointer: BaseCheckpointSaver[Any] | None = None,
     overrides: dict[str, Any] | None = None,
+    store: Any = None,
 ) -> LlmFreeGraph:
     from reground.evals.bench import EVAL_CHUNK_TOKENS
     from reground.evals.retrieval import collection_name, open_eval_store
@@ -36,7 +37,8 @@ def llm_free_graph(
 
     from reground.testing.fake_chat import ScriptedChatModel, first_passage_reply
 
-    store: Any = open_eval_store(docs, data_dir=data_dir, max_tokens=EVAL_CHUNK_TOKENS)
+    if store is None:  # else a caller's store holding the same documents (evals/scale.py: the engine backend)
+        store = open_eval_store(docs, data_dir=data_dir, max_tokens=EVAL_CHUNK_TOKENS)
     model = ScriptedChatModel(script={"answer": [first_passage_reply]})
     context = Context(
         collection=collection_name(docs, EVAL_CHUNK_TOKENS),

@@ -32,8 +32,10 @@ def compare_passages(
     data_dir: str | None = None,
     limit: int | None = None,
     overrides: dict[str, Any] | None = None,
+    store: Any = None,
 ) -> dict[str, Any]:
-    """Per case, whether the graph's final passages and history RAG's hold the gold document; and the shares."""
+    """Per case, whether the graph's final passages and history RAG's hold the gold document; and the shares.
+    `store`: a search store holding the same documents (e.g. the engine backend's), instead of the eval collection."""
     from reground.evals.answers import graph_messages
     from reground.evals.datasets import load_cases
     from reground.evals.llm_free import llm_free_graph
@@ -41,7 +43,7 @@ def compare_passages(
     from reground.tools.retrieval.search import HybridRetriever
     from reground.tools.signals.scoring import token_f1
 
-    run = llm_free_graph(docs, data_dir=data_dir, overrides=overrides)
+    run = llm_free_graph(docs, data_dir=data_dir, overrides=overrides, store=store)
     store, model, graph, context = run.store, run.model, run.graph, run.context
     retriever = HybridRetriever(store)
     rows: list[dict[str, Any]] = []

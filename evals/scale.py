@@ -468,6 +468,13 @@ def parity(args: argparse.Namespace) -> None:
             progress=False,
         )
     emb, eng = runs["embedded"]["systems"], runs["engine"]["systems"]
+    # The whole graph without an LLM (evals/passages.py) on every dev case with a gold answer, on both backends.
+    graph = {}
+    if args.graph:
+        from reground.evals.passages import compare_passages
+
+        for name, store in (("embedded", None), ("engine", engine)):
+            graph[name] = compare_passages(args.docs, args.cases, store=store)["summary"]
     summary = _load(args.out)
     summary["parity"] = {
         "backend": "engine",
@@ -478,6 +485,16 @@ def parity(args: argparse.Namespace) -> None:
         "gold_in_passages": eng["reground_passages"]["recall@3"],
         "embedded_gold_in_passages": emb["reground_passages"]["recall@3"],
         "ms_per_case": {"engine": eng["reground"]["ms_per_case"], "embedded": emb["reground"]["ms_per_case"]},
+        **(
+            {
+                "graph_gold_in_passages": graph["engine"]["gold_doc_in_passages"]["reground"],
+                "embedded_graph_gold_in_passages": graph["embedded"]["gold_doc_in_passages"]["reground"],
+                "graph_cases": graph["engine"]["cases"],
+                "graph_seconds": {"engine": graph["engine"]["seconds"], "embedded": graph["embedded"]["seconds"]},
+            }
+            if graph
+            else {}
+        ),
         "systems": {"engine": eng, "embedded": emb},
     }
     _save(args.out, summary)
@@ -501,6 +518,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.add_argument("--backend", choices=["engine", "embedded"], required=True)
             p.add_argument("--sizes", default="20000,200000,2000000")
             p.add_argument("--maintenance-work-mem", default="4GB", help="the engine's memory for building indexes")
+        else:
+            p.add_argument(
+                "--graph",
+                action="store_true",
+                help="also the whole LLM-free graph on every dev case (evals/passages.py)",
+            )
     m = sub.add_parser("measure")  # the child process of `curve`
     m.add_argument("backend", choices=["engine", "embedded"])
     m.add_argument("where")
