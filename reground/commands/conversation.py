@@ -21,6 +21,8 @@ def _context(args: argparse.Namespace, **overrides: Any) -> Any:
         values["collection"] = args.collection
     if getattr(args, "data_dir", None):
         values["data_dir"] = args.data_dir
+    if getattr(args, "store", None):
+        values["store"] = args.store
     if getattr(args, "model", None):
         values["chat_model"] = args.model
     if getattr(args, "filter", None):
@@ -210,6 +212,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--collection", help="collection to answer from (default: demo-hr)")
     parser.add_argument("--data-dir", help="store directory (default: $REGROUND_DATA_DIR or ~/.local/share/reground)")
+    parser.add_argument(
+        "--store", help="store spec, e.g. postgresql://... or pgserver:<dir> (search in the engine); default: data dir"
+    )
     parser.add_argument("--model", help="chat model spec, e.g. local:default or openai:gpt-4o-mini")
     parser.add_argument("--filter", help='the user\'s scope as JSON, e.g. \'{"country": "DE"}\'')
     parser.add_argument("--thread", help="conversation thread id (kept in <data-dir>/threads.sqlite)")

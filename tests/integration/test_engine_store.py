@@ -235,6 +235,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, spec: str) -> Iterator[Any]
     try:
         env = {"REGROUND_STORE": spec, "REGROUND_LOCAL_LLM_URL": llm.url, "REGROUND_STATE_DIR": str(workdir / "s")}
         dev = start_langgraph_dev(workdir, env)
+        dev.llm_url = llm.url  # type: ignore[attr-defined]  # the CLI test below asks the same LLM server
         try:
             yield dev
         finally:
@@ -335,3 +336,28 @@ def test_a_langchain_vector_store_plugs_in_for_dense_search(
     assert isinstance(opened, LangChainDenseStore)
     assert [c["chunk_id"] for c, _ in opened.dense_search(vector, 5)] == own
     assert opened.count() == engine_store.count()  # everything but dense search is the engine's
+
+
+def test_the_cli_asks_the_engine_by_store_spec(served: Any, spec: str, engine_store: Any, tmp_path: Path) -> None:
+    """`reground ask --store <spec>`: the CLI's turn reads the engine (another process than the one that ingested)."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "REGROUND_LOCAL_LLM_URL": served.llm_url, "REGROUND_STATE_DIR": str(tmp_path / "state")}
+    command = [sys.executable, "-m", "reground", "ask", "How long do I get full pay when I am sick?"]
+    command += [
+        "--store",
+        spec,
+        "--collection",
+        COLLECTION,
+        "--model",
+        "local:smollm2-135m",
+        "--data-dir",
+        str(tmp_path),
+    ]
+    command += ["--filter", '{"country": "DE"}', "--json", "--quiet"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    docs = [p["doc_id"] for p in result["passages"]]
+    assert docs and docs[0] == "sick-pay-all" and "annual-leave-us" not in docs, docs
