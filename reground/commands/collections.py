@@ -12,9 +12,15 @@ def cmd_collections(args: argparse.Namespace) -> int:
     """Read-only listing from the manifests (no embedding model is loaded, nothing is repaired)."""
     from reground.tools.errors import RegroundError
     from reground.tools.stores.store import PassageStore
+    from reground.tools.stores.vector_store import ENGINE_SCHEMES
 
     try:
-        rows = PassageStore.describe(args.name, data_dir=args.data_dir, chroma_url=args.chroma_url or "")
+        if args.store and args.store.partition(":")[0] in ENGINE_SCHEMES:
+            from reground.tools.stores.postgres import describe_engine
+
+            rows = describe_engine(args.store, args.name)
+        else:
+            rows = PassageStore.describe(args.name, data_dir=args.data_dir, chroma_url=args.chroma_url or "")
     except RegroundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -44,4 +50,5 @@ def add_commands(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--data-dir", help="store directory (default: $REGROUND_DATA_DIR or ~/.local/share/reground)")
     parser.add_argument("--chroma-url", help="a Chroma server (chroma run) instead of the embedded store")
+    parser.add_argument("--store", help="an engine's store spec (postgresql://... or pgserver:<dir>)")
     parser.set_defaults(func=cmd_collections)

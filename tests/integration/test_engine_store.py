@@ -361,3 +361,28 @@ def test_the_cli_asks_the_engine_by_store_spec(served: Any, spec: str, engine_st
     result = json.loads(done.stdout)
     docs = [p["doc_id"] for p in result["passages"]]
     assert docs and docs[0] == "sick-pay-all" and "annual-leave-us" not in docs, docs
+
+
+def test_the_cli_lists_the_engine_collections(spec: str, engine_store: Any) -> None:
+    import subprocess
+    import sys
+
+    def collections(*extra: str) -> Any:
+        command = [sys.executable, "-m", "reground", "collections", *extra, "--store", spec, "--json"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout)
+
+    listed = {row["collection"]: row for row in collections()}
+    assert listed[COLLECTION]["documents"] == 4 and listed[COLLECTION]["chunks"] == engine_store.count()
+    one = collections(COLLECTION)
+    assert {"country", "employment_type"} <= set(one["metadata_fields"])
+    assert sum(d["chunks"] for d in one["document_chunks"]) == engine_store.count()
+    missing = subprocess.run(
+        [sys.executable, "-m", "reground", "collections", "no-such-collection", "--store", spec],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert missing.returncode == 3 and "does not exist" in missing.stderr

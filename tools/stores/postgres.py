@@ -222,6 +222,43 @@ def engine_uri(spec: str) -> str:
     raise EngineError(f"not an engine spec: {spec!r} (use postgresql://... or pgserver:<dir>)")
 
 
+def describe_engine(spec: str, name: str | None = None) -> list[dict[str, Any]]:
+    """`PassageStore.describe` for an engine: each collection's documents and chunks, or (with `name`) one
+    collection's documents with their chunk counts and its metadata fields. Read-only; loads no embedding model."""
+    import psycopg
+
+    uri = engine_uri(spec)
+    try:
+        with psycopg.connect(uri, autocommit=True) as conn:
+            exists = conn.execute("SELECT to_regclass('reground_collections') IS NOT NULL").fetchone()
+            if not exists or not exists[0]:
+                found: list[tuple[str, int, int, int]] = []
+            else:
+                found = conn.execute(
+                    "SELECT name, id, documents, chunks FROM reground_collections ORDER BY name"
+                ).fetchall()
+            names = [r[0] for r in found]
+            if name is not None and name not in names:
+                known = ", ".join(names) or "none"
+                raise CollectionNotFoundError(
+                    f"collection {name!r} does not exist in the engine at {_safe(uri)} (known: {known})"
+                )
+            out: list[dict[str, Any]] = []
+            for collection, cid, documents, chunks in found:
+                if name is not None and collection != name:
+                    continue
+                row: dict[str, Any] = {"collection": collection, "documents": int(documents), "chunks": int(chunks)}
+                if name is not None:
+                    docs = conn.execute(f"SELECT doc_id, chunks FROM {_quote(f'rg{cid}_documents')} ORDER BY doc_id")
+                    row["document_chunks"] = [{"doc_id": d, "chunks": int(c)} for d, c in docs.fetchall()]
+                    fields = conn.execute(f"SELECT DISTINCT field FROM {_quote(f'rg{cid}_values')} ORDER BY 1")
+                    row["metadata_fields"] = [r[0] for r in fields.fetchall()]
+                out.append(row)
+            return out
+    except psycopg.OperationalError as exc:
+        raise EngineError(f"the engine at {_safe(uri)} failed: {exc}".strip()) from exc
+
+
 # --- the store -------------------------------------------------------------------------------
 
 
