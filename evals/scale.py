@@ -501,12 +501,148 @@ def parity(args: argparse.Namespace) -> None:
     print(json.dumps(summary["parity"], indent=2))
 
 
+# --- an alternative engine, measured for the choice (docs/deployment.md, "Why PostgreSQL") ------------------------
+
+
+def lancedb_build(base: Base, root: Path, size: int, seed: int) -> dict[str, Any]:
+    """The same replicas in an embedded LanceDB table (`pip install 'reground[lancedb]'`): reground's BM25 tokens
+    (whitespace-joined, so the FTS index sees the same terms) and the vectors; HNSW (IVF_HNSW_SQ) and native FTS.
+    Texts and sentence vectors are not stored: its disk is not comparable with the engine's."""
+    import shutil
+
+    import lancedb
+    import pyarrow as pa
+    from reground.tools.text.lexical import lexical_tokens
+
+    shutil.rmtree(root, ignore_errors=True)
+    db = lancedb.connect(str(root))
+    table: Any = None
+    write_s = 0.0
+    columns: dict[str, list[Any]] = {"chunk_id": [], "doc_id": [], "terms": [], "vectors": []}
+
+    def flush() -> None:
+        nonlocal table, write_s
+        if not columns["chunk_id"]:
+            return
+        flat = pa.array(np.concatenate(columns["vectors"]).astype(np.float32).ravel())
+        dimension = base.vectors.shape[1]
+        batch = pa.table(
+            {
+                "chunk_id": columns["chunk_id"],
+                "doc_id": columns["doc_id"],
+                "terms": columns["terms"],
+                "vector": pa.FixedSizeListArray.from_arrays(flat, dimension),
+            }
+        )
+        started = time.perf_counter()
+        if table is None:
+            table = db.create_table(COLLECTION, data=batch)
+        else:
+            table.add(batch)
+        write_s += time.perf_counter() - started
+        for values in columns.values():
+            values.clear()
+
+    for doc_id, _digest, chunks, vectors, _blobs in base.documents(size, seed):
+        for chunk in chunks:
+            columns["chunk_id"].append(chunk["chunk_id"])
+            columns["doc_id"].append(doc_id)
+            columns["terms"].append(" ".join(lexical_tokens(f"{chunk['title']} {chunk['section']} {chunk['text']}")))
+        columns["vectors"].append(vectors)
+        if len(columns["chunk_id"]) >= BATCH_CHUNKS * 5:
+            flush()
+    flush()
+    started = time.perf_counter()
+    table.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_HNSW_SQ")
+    vector_s = time.perf_counter() - started
+    started = time.perf_counter()
+    table.create_fts_index(
+        "terms", base_tokenizer="whitespace", lower_case=False, stem=False, remove_stop_words=False, with_position=False
+    )
+    fts_s = time.perf_counter() - started
+    chunks_written = int(table.count_rows())
+    return {
+        "chunks": chunks_written,
+        "ingest_chunks_per_s": round(chunks_written / max(write_s, 1e-9)),
+        "index_build_s": round(vector_s + fts_s, 1),
+        "disk_mb": round(sum(f.stat().st_size for f in root.rglob("*") if f.is_file()) / 2**20),
+    }
+
+
+def lancedb_measure(root: Path, cases: Path, seed: int) -> dict[str, Any]:
+    """In this (fresh) process: RSS and one dense (k=150) and one BM25 (k=150) search per dev question."""
+    import lancedb
+    from reground.evals.datasets import load_cases
+    from reground.evals.retrieval import case_query
+    from reground.tools.adapters.embeddings import load_embedder
+    from reground.tools.text.lexical import lexical_tokens
+
+    embedder = load_embedder()
+    embedder.embed(["warm up"])
+    model = rss_mb()
+    table = lancedb.connect(str(root)).open_table(COLLECTION)
+    opened = rss_mb()
+    queries = [case_query(c, 100, keywords=False) for c in load_cases(cases, limit=WARM_TURNS + TIMED_TURNS, seed=seed)]
+    vectors = embedder.embed([q.topic_query or q.history_query for q in queries])
+    dense, lexical = [], []
+    for i, query in enumerate(queries):
+        t0 = time.perf_counter()
+        nearest: Any = table.search(vectors[i].tolist())
+        nearest.distance_type("cosine").limit(150).select(["chunk_id", "doc_id"]).to_list()
+        t1 = time.perf_counter()
+        text = " ".join(lexical_tokens(query.history_query))
+        table.search(text, query_type="fts", fts_columns="terms").limit(150).select(["chunk_id", "doc_id"]).to_list()
+        t2 = time.perf_counter()
+        if i >= WARM_TURNS:
+            dense.append(t1 - t0)
+            lexical.append(t2 - t1)
+
+    def ms(values: Sequence[float]) -> dict[str, float]:
+        return {
+            "p50_ms": round(1000 * statistics.median(values), 1),
+            "p95_ms": round(1000 * percentile(values, 0.95), 1),
+        }
+
+    return {
+        "rss": {"model_loaded": round(model), "opened": round(opened), "after_queries": round(rss_mb())},
+        "dense_search": ms(dense),
+        "lexical_search": ms(lexical),
+    }
+
+
+def lancedb_compare(args: argparse.Namespace) -> None:
+    """Build and measure LanceDB at each size; summary.json `alternatives`."""
+    base = Base(args.docs)
+    summary = _load(args.out)
+    found = {(r["engine"], r["chunks_target"]): r for r in summary.get("alternatives", [])}
+    for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
+        root = args.work / f"lancedb-{size}"
+        built = lancedb_build(base, root, size, args.seed)
+        command = [
+            sys.executable,
+            "-m",
+            "reground.evals.scale",
+            "measure-lancedb",
+            str(root),
+            "--cases",
+            str(args.cases),
+        ]
+        proc = subprocess.run(command, capture_output=True, text=True, check=False, timeout=3600)
+        if proc.returncode != 0:
+            raise RuntimeError(f"measuring LanceDB at {size} failed:\n{proc.stderr[-3000:]}")
+        measured = json.loads(proc.stdout.strip().splitlines()[-1])
+        found[("lancedb", size)] = {"engine": "lancedb", "chunks_target": size, **built, **measured}
+        print(json.dumps(found[("lancedb", size)]), flush=True)
+    summary["alternatives"] = list(found.values())
+    _save(args.out, summary)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m reground.evals.scale", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("curve", "parity"):
+    for name in ("curve", "parity", "lancedb"):
         p = sub.add_parser(name)
         p.add_argument("--docs", type=Path, required=True)
         p.add_argument("--cases", type=Path, required=True)
@@ -516,14 +652,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--seed", type=int, default=0)
         if name == "curve":
             p.add_argument("--backend", choices=["engine", "embedded"], required=True)
+        if name in ("curve", "lancedb"):
             p.add_argument("--sizes", default="20000,200000,2000000")
             p.add_argument("--maintenance-work-mem", default="4GB", help="the engine's memory for building indexes")
-        else:
+        if name == "parity":
             p.add_argument(
                 "--graph",
                 action="store_true",
                 help="also the whole LLM-free graph on every dev case (evals/passages.py)",
             )
+    lm = sub.add_parser("measure-lancedb")  # the child process of `lancedb`
+    lm.add_argument("root", type=Path)
+    lm.add_argument("--cases", type=Path, required=True)
+    lm.add_argument("--seed", type=int, default=0)
     m = sub.add_parser("measure")  # the child process of `curve`
     m.add_argument("backend", choices=["engine", "embedded"])
     m.add_argument("where")
@@ -533,6 +674,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     if args.command == "measure":
         print(json.dumps(measure(args.backend, args.where, args.cases, args.seed)))
+    elif args.command == "measure-lancedb":
+        print(json.dumps(lancedb_measure(args.root, args.cases, args.seed)))
+    elif args.command == "lancedb":
+        args.work.mkdir(parents=True, exist_ok=True)
+        lancedb_compare(args)
     elif args.command == "curve":
         args.work.mkdir(parents=True, exist_ok=True)
         curve(args)
