@@ -49,7 +49,9 @@ from reground.tools.stores.search_index import (
     MATCH_ANY,
     IndexSettings,
     Where,
+    absent_values,
     normalize_where,
+    scope_miss_message,
 )
 from reground.tools.stores.vector_store import (
     CollectionNotFoundError,
@@ -860,25 +862,14 @@ class PostgresStore:
                 f"SELECT field, value FROM {self.t['values']} WHERE field = ANY(%s)", (list(scope),)
             ):
                 stored[field].update({value, *value.split(",")})
-            absent: list[str] = []
-            hints: list[str] = []
-            for key, wanted in scope.items():
-                for value in wanted:
-                    if value in stored[key] or value == MATCH_ANY:
-                        continue
-                    absent.append(f"{key} {value!r}")
-                    close = sorted(v for v in stored[key] if v.strip().casefold() == value.strip().casefold())
-                    if close:
-                        hints.append(f"did you mean {key} {close[0]!r}?")
+            absent, hints = absent_values(scope, stored)
             if not absent:
                 return None
             clause, params = scope_clause(scope)
             covered = conn.execute(
                 f"SELECT EXISTS (SELECT 1 FROM {self.t['chunks']} WHERE {clause})", params
             ).fetchone()[0]
-        reach = "only documents marked 'all' were searched" if covered else "so the scope matched no documents"
-        message = f"no document in collection {self.collection!r} has {' or '.join(absent)}: {reach}"
-        return f"{message}; {' '.join(hints)}" if hints else f"{message}; check the filter's values"
+        return scope_miss_message(self.collection, absent, hints, bool(covered))
 
     @property
     def dense_mode(self) -> str:

@@ -101,6 +101,15 @@ def scope_miss(where: Where, collection: str, metadatas: Sequence[Mapping[str, A
             if key in meta:
                 value = str(meta[key])
                 stored[key].update({value, *value.split(",")})
+    absent, hints = absent_values(scope, stored)
+    if not absent:
+        return None
+    return scope_miss_message(collection, absent, hints, any(matches(dict(meta), scope) for meta in metadatas))
+
+
+def absent_values(scope: dict[str, list[str]], stored: Mapping[str, set[str]]) -> tuple[list[str], list[str]]:
+    """(the scope's values no document has, as "field 'value'"; a "did you mean" hint for each that differs from a
+    stored value only in case or spaces). `stored`: per field, every value documents hold (comma lists split)."""
     absent: list[str] = []
     hints: list[str] = []
     for key, wanted in scope.items():
@@ -111,9 +120,11 @@ def scope_miss(where: Where, collection: str, metadatas: Sequence[Mapping[str, A
             close = sorted(v for v in stored[key] if v.strip().casefold() == value.strip().casefold())
             if close:
                 hints.append(f"did you mean {key} {close[0]!r}?")
-    if not absent:
-        return None
-    covered = any(matches(dict(meta), scope) for meta in metadatas)
+    return absent, hints
+
+
+def scope_miss_message(collection: str, absent: Sequence[str], hints: Sequence[str], covered: bool) -> str:
+    """The scope notice: which values no document has, and whether documents marked 'all' still answered."""
     reach = "only documents marked 'all' were searched" if covered else "so the scope matched no documents"
     message = f"no document in collection {collection!r} has {' or '.join(absent)}: {reach}"
     return f"{message}; {' '.join(hints)}" if hints else f"{message}; check the filter's values"
