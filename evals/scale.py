@@ -73,6 +73,14 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def latency_ms(values: Sequence[float]) -> dict[str, float]:
+    """Median and 95th percentile of timings in seconds, as milliseconds."""
+    return {
+        "p50_ms": round(1000 * statistics.median(values), 1),
+        "p95_ms": round(1000 * percentile(values, 0.95), 1),
+    }
+
+
 # --- the synthetic collection ------------------------------------------------------------------
 
 
@@ -287,12 +295,6 @@ def measure(backend: str, where: str, cases: Path, seed: int) -> dict[str, Any]:
         dense.append(t2 - t1)
         lexical.append(t3 - t2)
 
-    def ms(values: Sequence[float]) -> dict[str, float]:
-        return {
-            "p50_ms": round(1000 * statistics.median(values), 1),
-            "p95_ms": round(1000 * percentile(values, 0.95), 1),
-        }
-
     return {
         "chunks": chunks,
         "open_s": round(load_s, 2),
@@ -303,9 +305,9 @@ def measure(backend: str, where: str, cases: Path, seed: int) -> dict[str, Any]:
             "after_queries": round(rss_mb()),
             "peak": round(peak_rss_mb()),
         },
-        "turn": ms(turns),
-        "dense_search": ms(dense),
-        "lexical_search": ms(lexical),
+        "turn": latency_ms(turns),
+        "dense_search": latency_ms(dense),
+        "lexical_search": latency_ms(lexical),
         "whole_collection_reads": whole_reads["n"],
         "dense_mode": getattr(search, "dense_mode", None) or store.index.dense_mode,
     }
@@ -597,16 +599,10 @@ def lancedb_measure(root: Path, cases: Path, seed: int) -> dict[str, Any]:
             dense.append(t1 - t0)
             lexical.append(t2 - t1)
 
-    def ms(values: Sequence[float]) -> dict[str, float]:
-        return {
-            "p50_ms": round(1000 * statistics.median(values), 1),
-            "p95_ms": round(1000 * percentile(values, 0.95), 1),
-        }
-
     return {
         "rss": {"model_loaded": round(model), "opened": round(opened), "after_queries": round(rss_mb())},
-        "dense_search": ms(dense),
-        "lexical_search": ms(lexical),
+        "dense_search": latency_ms(dense),
+        "lexical_search": latency_ms(lexical),
     }
 
 
