@@ -23,7 +23,6 @@ from reground.nodes.common import NodeEnv, current_draft, evidence_of, grounded_
 from reground.nodes.state import Draft, PassageJudgement, State
 from reground.prompts import answer as answer_prompts
 from reground.tools.adapters.chat import LLMReplyError, call_text
-from reground.tools.adapters.structured import call_json
 from reground.tools.signals.evidence import (
     Evidence,
     extractive_answer,
@@ -128,16 +127,16 @@ def answer_task(state: State, env: NodeEnv, evidence: Sequence[Evidence]) -> str
 def answer_sample(messages: Sequence[Any], env: NodeEnv, temperature: float) -> tuple[str, list[int] | None]:
     """One answer sample: plain text, or with `use_self_check` the JSON reply carrying the model's verdicts."""
     context = env.context
-    model = env.services.chat(context, "answer", temperature=temperature)
     if not context.evidence.use_self_check:
+        model = env.services.chat(context, "answer", temperature=temperature)
         return call_text(model, messages, env.stats, tags=["answer"], max_tokens=context.models.max_answer_tokens), None
-    reply, _ = call_json(
-        model,
+    reply = env.ask(
+        "answer",
         messages,
         AnswerReply,
-        env.stats,
         tags=["answer"],
         max_tokens=context.models.max_answer_tokens + JSON_OVERHEAD_TOKENS,
+        temperature=temperature,
     )
     return reply.answer, list(reply.helpful)
 

@@ -16,7 +16,8 @@ from reground.nodes.state import Draft, State
 from reground.prompts import answer as answer_prompts
 from reground.prompts.formatting import format_conversation, format_history, format_passages
 from reground.tools.adapters.chat import CallStats
-from reground.tools.services import Services
+from reground.tools.adapters.structured import SchemaT, call_json
+from reground.tools.services import Role, Services
 from reground.tools.signals.evidence import Evidence
 from reground.tools.signals.reading import TurnReading, read_turn
 from reground.tools.types import Passage
@@ -46,6 +47,21 @@ class NodeEnv:
     @property
     def context(self) -> Context:
         return self.runtime.context
+
+    def ask(
+        self,
+        role: Role,
+        messages: Sequence[BaseMessage],
+        schema: type[SchemaT],
+        *,
+        tags: Sequence[str],
+        max_tokens: int,
+        temperature: float | None = None,
+    ) -> SchemaT:
+        """One schema-constrained call to the role's model; LLMReplyError is left to the node, which has a fallback."""
+        model = self.services.chat(self.context, role, temperature=temperature)
+        reply, _ = call_json(model, messages, schema, self.stats, tags=tags, max_tokens=max_tokens)
+        return reply
 
     def progress(self, node: str, message: str, **data: Any) -> None:
         """A custom stream event (stream_mode="custom") so UIs can show what the turn is doing."""

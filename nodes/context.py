@@ -300,6 +300,14 @@ def check_collection(collection: str) -> None:
         raise ValueError(problem)
 
 
+def _in_order(group: BaseModel, name: str, low: str, high: str, *, strict: bool) -> None:
+    """Two fields of a group that bound a band: `low` below `high` (or not above it, when equal is allowed)."""
+    low_value, high_value = getattr(group, low), getattr(group, high)
+    if low_value > high_value or (strict and low_value == high_value):
+        relation = "be below" if strict else "not be above"
+        raise ValueError(f"context field '{name}.{low}' ({low_value}) must {relation} '{name}.{high}' ({high_value})")
+
+
 def _checked_collection(collection: str) -> str:
     check_collection(collection)
     return collection
@@ -457,11 +465,7 @@ class TriageSettings(Group):
 
     @model_validator(mode="after")
     def _thresholds_in_order(self) -> Self:
-        if self.judge_hedge_threshold > self.judge_answer_threshold:
-            raise ValueError(
-                f"context field 'triage.judge_hedge_threshold' ({self.judge_hedge_threshold}) must not be above "
-                f"'triage.judge_answer_threshold' ({self.judge_answer_threshold})"
-            )
+        _in_order(self, "triage", "judge_hedge_threshold", "judge_answer_threshold", strict=False)
         return self
 
 
@@ -568,11 +572,7 @@ class GroundednessSettings(Group):
 
     @model_validator(mode="after")
     def _support_band(self) -> Self:
-        if self.support_low >= self.support_high:
-            raise ValueError(
-                f"context field 'groundedness.support_low' ({self.support_low}) must be below "
-                f"'groundedness.support_high' ({self.support_high})"
-            )
+        _in_order(self, "groundedness", "support_low", "support_high", strict=True)
         return self
 
 

@@ -14,7 +14,6 @@ from reground.nodes.common import NodeEnv, current_draft, grounded_messages
 from reground.nodes.state import Draft, State
 from reground.prompts import answer as answer_prompts
 from reground.tools.adapters.chat import LLMReplyError
-from reground.tools.adapters.structured import call_json
 from reground.tools.signals.evidence import quoted_verbatim
 from reground.tools.signals.figures import extract_figures, unsupported_figures
 from reground.tools.signals.scoring import k_precision, prompt_echo, rouge_l
@@ -137,7 +136,6 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
     if context.groundedness.use_llm_groundedness_judge and abs(cheap - threshold) > context.groundedness.llm_judge_band:
         env.stats.notes.append(f"groundedness judge skipped: cheap signals {cheap:.2f} far from {threshold:.2f}")
     elif context.groundedness.use_llm_groundedness_judge:
-        model = env.services.chat(context, "judge")
         messages = grounded_messages(
             passages,
             state.get("history", []),
@@ -145,11 +143,10 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
             context.prompts.groundedness_prompt.format(answer=draft["text"]),
         )
         try:
-            verdict, _ = call_json(
-                model,
+            verdict = env.ask(
+                "judge",
                 messages,
                 GroundednessVerdict,
-                env.stats,
                 tags=["check_groundedness"],
                 max_tokens=context.models.judge_max_tokens,
             )

@@ -10,7 +10,6 @@ from reground.nodes.common import NodeEnv, format_history
 from reground.nodes.state import State
 from reground.prompts import keywords as prompts
 from reground.tools.adapters.chat import LLMReplyError
-from reground.tools.adapters.structured import call_json
 from reground.tools.retrieval.keywords import lexical_keywords
 from reground.tools.tuning.models import CHAT
 from reground.tools.tuning.turn import BUDGETS
@@ -42,7 +41,6 @@ def extract_keywords(state: State, env: NodeEnv) -> dict[str, Any]:
     if method == "lexical":
         return {"keywords": lexical_keywords(standalone, question, recent)}
     env.progress("extract_keywords", "extracting keywords")
-    model = env.services.chat(env.context, "refiner")
     messages = [
         SystemMessage(env.context.prompts.keywords_prompt),
         HumanMessage(
@@ -54,13 +52,8 @@ def extract_keywords(state: State, env: NodeEnv) -> dict[str, Any]:
         ),
     ]
     try:
-        reply, _ = call_json(
-            model,
-            messages,
-            Keywords,
-            env.stats,
-            tags=["extract_keywords"],
-            max_tokens=env.context.models.keywords_max_tokens,
+        reply = env.ask(
+            "refiner", messages, Keywords, tags=["extract_keywords"], max_tokens=env.context.models.keywords_max_tokens
         )
         return {"keywords": reply.keywords}
     except LLMReplyError as exc:

@@ -15,7 +15,6 @@ from reground.nodes.common import NodeEnv, current_draft, evidence_of, grounded_
 from reground.nodes.context import Context
 from reground.nodes.state import Draft, State
 from reground.tools.adapters.chat import LLMReplyError
-from reground.tools.adapters.structured import call_json
 from reground.tools.signals.scoring import majority_best, weighted_improvement
 
 PRINCIPLES = ("specificity", "faithfulness", "relevance")
@@ -55,13 +54,11 @@ def refine(state: State, env: NodeEnv) -> dict[str, Any]:
                 candidates.append(make_draft(text, passages, state, evidence))
             continue
         task = context.prompts.refine_prompts[principle].format(answer=current["text"], question=question_of(state))
-        model = env.services.chat(context, "answer")
         try:
-            reply, _ = call_json(
-                model,
+            reply = env.ask(
+                "answer",
                 grounded_messages(passages, state.get("history", []), state["question"], task),
                 RefinedAnswer,
-                env.stats,
                 tags=["refine", principle],
                 max_tokens=context.models.max_answer_tokens + JSON_OVERHEAD_TOKENS,
             )

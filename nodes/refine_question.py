@@ -16,7 +16,6 @@ from reground.nodes.common import NodeEnv, format_history
 from reground.nodes.state import State
 from reground.prompts import refine_question as prompts
 from reground.tools.adapters.chat import LLMReplyError, one_line
-from reground.tools.adapters.structured import call_json
 from reground.tools.retrieval.search import RetrievalQuery
 from reground.tools.signals.answerability import depends_on_dialogue
 from reground.tools.signals.scoring import squad_tokens
@@ -87,7 +86,6 @@ def refine_question(state: State, env: NodeEnv) -> dict[str, Any]:
             env.stats.notes.append(f"no rewrite: the history-aware ranking is confident (margin {margin:.2f})")
             return _question_with_history(question, history, env)
     env.progress("refine_question", "rewriting the follow-up with the conversation")
-    model = env.services.chat(env.context, "refiner")
     messages = [
         SystemMessage(env.context.prompts.refine_question_prompt),
         HumanMessage(
@@ -95,13 +93,8 @@ def refine_question(state: State, env: NodeEnv) -> dict[str, Any]:
         ),
     ]
     try:
-        reply, _ = call_json(
-            model,
-            messages,
-            Rewrite,
-            env.stats,
-            tags=["refine_question"],
-            max_tokens=env.context.models.rewrite_max_tokens,
+        reply = env.ask(
+            "refiner", messages, Rewrite, tags=["refine_question"], max_tokens=env.context.models.rewrite_max_tokens
         )
         standalone = reply.question
     except LLMReplyError as exc:

@@ -10,7 +10,6 @@ from reground.nodes.common import NodeEnv, format_history
 from reground.nodes.refine_question import Rewrite
 from reground.nodes.state import State
 from reground.tools.adapters.chat import LLMReplyError
-from reground.tools.adapters.structured import call_json
 from reground.tools.retrieval.keywords import lexical_keywords
 from reground.tools.signals.answerability import stands_alone
 from reground.tools.text.tokens import history_query
@@ -32,18 +31,16 @@ def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
         query, mode = forced, "forced_history"
     else:
         env.progress("re_ground", "rewriting the search query with the feedback")
-        model = env.services.chat(context, "refiner")
         prompt = context.prompts.reground_prompt.format(
             history=format_history(history[-BUDGETS.rewrite_history_messages :]),
             question=question,
             previous_query=state.get("retrieval_query", ""),
         )
         try:
-            reply, _ = call_json(
-                model,
+            reply = env.ask(
+                "refiner",
                 [HumanMessage(prompt)],
                 Rewrite,
-                env.stats,
                 tags=["re_ground"],
                 max_tokens=context.models.rewrite_max_tokens,
             )

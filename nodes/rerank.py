@@ -10,7 +10,6 @@ from reground.nodes.common import NodeEnv, grounded_messages, question_of
 from reground.nodes.state import State
 from reground.tools.adapters.chat import LLMReplyError
 from reground.tools.adapters.rerank_http import rerank_over_http
-from reground.tools.adapters.structured import call_json
 from reground.tools.retrieval.search import fuse_rerank, sentence_rerank
 from reground.tools.signals.evidence import best_sentence_cosines
 from reground.tools.tuning.models import CHAT
@@ -76,16 +75,14 @@ def _rerank(state: State, env: NodeEnv) -> dict[str, Any]:
         scores = rerank_over_http(context.models.rerank_url, query, [p["text"] for p in candidates])
         return {"passages": _with_scores(candidates, dict(enumerate(scores, start=1)), n)}
     env.progress("rerank", "asking the LLM which passages are relevant")
-    model = env.services.chat(context, "judge")
     messages = grounded_messages(
         candidates, state.get("history", []), state["question"], context.prompts.rerank_prompt.format(question=query)
     )
     try:
-        reply, _ = call_json(
-            model,
+        reply = env.ask(
+            "judge",
             messages,
             PassageScores,
-            env.stats,
             tags=["rerank"],
             max_tokens=CHAT.rerank_tokens_per_passage * len(candidates) + CHAT.rerank_reply_frame_tokens,
         )

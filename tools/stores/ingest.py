@@ -21,7 +21,7 @@ from typing import Any
 from reground.tools.signals.injection import flag_metadata
 from reground.tools.stores.locking import WaitNotice
 from reground.tools.stores.store import chunk_vectors
-from reground.tools.stores.vector_store import VectorStore
+from reground.tools.stores.vector_store import EmbeddedDocument, VectorStore
 from reground.tools.text.chunking import DEFAULT_MAX_TOKENS, chunk_document
 from reground.tools.text.loaders import MAX_FILE_BYTES, Document, LoadError, load_paths
 from reground.tools.text.terminal import strip_terminal_controls
@@ -149,7 +149,7 @@ def _ingest_locked(
             try:
                 for (doc, digest), chunks, embedded in stream:
                     if chunks:
-                        write_embedded(doc.doc_id, digest, chunks, *embedded)
+                        write_embedded(EmbeddedDocument(doc.doc_id, digest, chunks, *embedded))
                     _count(summary, doc, chunks, replaced=doc.doc_id in known)
                     bar.update()
             finally:

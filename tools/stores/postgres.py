@@ -55,11 +55,13 @@ from reground.tools.stores.search_index import (
 )
 from reground.tools.stores.vector_store import (
     CollectionNotFoundError,
+    EmbeddedDocument,
     InvalidCollectionNameError,
     Snapshot,
     StoreError,
     UnknownMetadataFieldError,
     collection_name_problem,
+    entered_again,
     unpack_sentence_vectors,
 )
 from reground.tools.text.lexical import content_terms, lexical_tokens
@@ -524,14 +526,10 @@ class PostgresStore:
     def writing(self, *, on_wait: Any = None, timeout_s: float | None = None) -> Iterator[None]:
         """Hold the collection's write lock: a PostgreSQL advisory lock (re-entrant per thread), so writers on
         any machine sharing the engine are serialised. Another writer holding it: `on_wait` hears, then we wait."""
-        depth = getattr(self._writer, "depth", 0)
-        if depth:
-            self._writer.depth = depth + 1
-            try:
+        with entered_again(self._writer) as held_already:
+            if held_already:
                 yield
-            finally:
-                self._writer.depth -= 1
-            return
+                return
         key = f"reground:write:{self.collection}"
         with self._conn() as conn:
             got = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()[0]
@@ -591,25 +589,13 @@ class PostgresStore:
     def replace_document(self, doc_id: str, content_hash: str, chunks: list[Chunk]) -> None:
         from reground.tools.stores.store import chunk_vectors
 
-        vectors, sentences = chunk_vectors(self.embedder, chunks)
-        self.write_embedded(doc_id, content_hash, chunks, vectors, sentences)
+        self.write_documents([EmbeddedDocument(doc_id, content_hash, chunks, *chunk_vectors(self.embedder, chunks))])
 
-    def write_embedded(
-        self,
-        doc_id: str,
-        content_hash: str,
-        chunks: list[Chunk],
-        vectors: np.ndarray,
-        sentences: Sequence[bytes | None],
-        *,
-        generation: str = "",
-    ) -> None:
-        """`replace_document` with the chunks embedded already (what the pipelined ingest calls)."""
-        self.write_documents([(doc_id, content_hash, chunks, np.asarray(vectors, dtype=np.float32), list(sentences))])
+    def write_embedded(self, document: EmbeddedDocument) -> None:
+        """One document embedded already (what the pipelined ingest calls)."""
+        self.write_documents([document])
 
-    def write_documents(
-        self, documents: Sequence[tuple[str, str, list[Chunk], np.ndarray, Sequence[bytes | None]]]
-    ) -> None:
+    def write_documents(self, documents: Sequence[EmbeddedDocument]) -> None:
         """Replace many documents (doc_id, hash, chunks, vectors, packed sentence vectors) in one transaction:
         old chunks out, new chunks, postings and statistics in (COPY), the version bumped."""
         if not documents:
@@ -628,7 +614,8 @@ class PostgresStore:
             doc_df: Counter[str] = Counter()
             value_docs: Counter[tuple[str, str]] = Counter()
             new_tokens = 0
-            for doc_id, content_hash, chunks, vectors, sentences in documents:
+            for doc_id, content_hash, chunks, given_vectors, sentences in documents:
+                vectors = np.asarray(given_vectors, dtype=np.float32)
                 if len(vectors) != len(chunks):
                     raise StoreError(f"document {doc_id!r}: {len(vectors)} vectors for {len(chunks)} chunks")
                 per_doc = document_terms(chunks)

@@ -60,6 +60,7 @@ from reground.tools.stores.search_index import (  # noqa: F401 - re-exported: th
 )
 from reground.tools.stores.vector_store import (  # noqa: F401 - re-exported
     CollectionNotFoundError,
+    EmbeddedDocument,
     EmptyCollectionError,
     InvalidCollectionNameError,
     MetadataFilterError,
@@ -67,6 +68,7 @@ from reground.tools.stores.vector_store import (  # noqa: F401 - re-exported
     StoreError,
     UnknownMetadataFieldError,
     collection_name_problem,
+    entered_again,
     pack_sentence_vectors,
     sentence_vectors_bytes,
     sentence_vectors_text,
@@ -340,14 +342,10 @@ class PassageStore:
 
         Another writer holding it makes this wait, after telling `on_wait` (default: stderr) whom for.
         """
-        depth = getattr(self._writer, "depth", 0)
-        if depth:
-            self._writer.depth = depth + 1
-            try:
+        with entered_again(self._writer) as held_already:
+            if held_already:
                 yield
-            finally:
-                self._writer.depth -= 1
-            return
+                return
         with collection_lock(self.lock_path, self.collection, on_wait=on_wait, timeout_s=timeout_s):
             self._writer.depth = 1
             try:
@@ -424,24 +422,13 @@ class PassageStore:
         the same rows. If another writer (on a Chroma server) deleted this generation before or after the
         flip, it is written again, up to STORE_IO.write_attempts times.
         """
-        generation = generation_for(doc_id, content_hash)
         with self.writing():
-            vectors, sentences = chunk_vectors(self.embedder, chunks)
-            self.write_embedded(doc_id, content_hash, chunks, vectors, sentences, generation=generation)
+            self.write_embedded(EmbeddedDocument(doc_id, content_hash, chunks, *chunk_vectors(self.embedder, chunks)))
 
-    def write_embedded(
-        self,
-        doc_id: str,
-        content_hash: str,
-        chunks: list[Chunk],
-        vectors: np.ndarray,
-        sentences: Sequence[bytes | None],
-        *,
-        generation: str = "",
-    ) -> None:
-        """`replace_document` with the chunks already embedded (`chunk_vectors`): what a pipelined ingest calls
-        while the next document is being embedded. Same write protocol, under the write lock."""
-        generation = generation or generation_for(doc_id, content_hash)
+    def write_embedded(self, document: EmbeddedDocument) -> None:
+        """`replace_document` with the chunks already embedded: same write protocol, under the write lock."""
+        doc_id, content_hash, chunks, vectors, sentences = document
+        generation = generation_for(doc_id, content_hash)
         with self.writing():
             for _attempt in range(STORE_IO.write_attempts):
                 self._write_generation(chunks, generation, vectors, sentences)

@@ -15,12 +15,14 @@ Specs, like chat model specs:
 from __future__ import annotations
 
 import base64
+import contextlib
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 from reground.tools.errors import DataError, InputError
@@ -69,6 +71,33 @@ def collection_name_problem(collection: str) -> str | None:
         f"invalid collection name {collection!r}: 3-200 characters, letters, digits, '.', '_' or '-', "
         "starting and ending with a letter or digit, no '..'"
     )
+
+
+@contextlib.contextmanager
+def entered_again(writer: threading.local) -> Iterator[bool]:
+    """A re-entrant write lock's inner entry: True when this thread holds the lock already (its depth is counted
+    while inside), False when the caller must take it (and set `writer.depth` to 1 while it holds it)."""
+    depth = getattr(writer, "depth", 0)
+    if not depth:
+        yield False
+        return
+    writer.depth = depth + 1
+    try:
+        yield True
+    finally:
+        writer.depth -= 1
+
+
+class EmbeddedDocument(NamedTuple):
+    """A document's chunks with their vectors already computed: what a pipelined ingest (or a bulk load) hands a
+    store's `write_embedded` while the next document is being embedded."""
+
+    doc_id: str
+    content_hash: str
+    chunks: list[Chunk]
+    vectors: np.ndarray
+    # Each chunk's packed sentence vectors (`chunk_vectors`), or None.
+    sentences: Sequence[bytes | None]
 
 
 @dataclass(frozen=True)
