@@ -140,6 +140,30 @@ def test_a_sentence_that_introduces_a_list_brings_the_list() -> None:
     assert text == f"{intro.text} {items[0].text} {items[1].text}"
 
 
+def test_a_sentence_that_its_passage_follows_with_list_items_brings_only_those_items() -> None:
+    from reground.tools.signals.evidence import Evidence, extractive_answer
+
+    intro = Evidence("Calico policies add the following features.", 1, 0.9, 0.5, 0.4, order=2)
+    items = [
+        Evidence("* Allow or block traffic on specific network interfaces.", 1, 0.3, 0.1, 0.2, order=3),
+        Evidence("* Allow or block traffic for pods across namespaces.", 1, 0.3, 0.1, 0.2, order=4),
+    ]
+    after = Evidence("Calico enforces these policies with iptables rules.", 1, 0.2, 0.1, 0.1, order=5)
+    text, _ = extractive_answer([intro, *items, after], 1)
+    assert text == f"{intro.text} {items[0].text} {items[1].text}"
+    # A sentence whose passage goes on in prose stays alone; a list item does not pull in its neighbours.
+    assert extractive_answer([intro, after], 1)[0] == intro.text
+    first_item = Evidence(items[0].text, 1, 0.95, 0.5, 0.4, order=3)
+    assert extractive_answer([first_item, items[1]], 1)[0] == first_item.text
+    # An item's second sentence is inside the list, and a list of questions (an FAQ's index) answers nothing.
+    second = Evidence("It needs a policy file.", 1, 0.95, 0.5, 0.4, order=4)
+    assert extractive_answer([second, items[0], Evidence(items[1].text, 1, 0.3, 0.1, 0.2, order=5)], 1)[0] == (
+        second.text
+    )
+    faq = Evidence("* Are there limits on backups?", 1, 0.3, 0.1, 0.2, order=3)
+    assert extractive_answer([intro, faq], 1)[0] == intro.text
+
+
 PLATES = (
     "How to surrender your plates\nYou can surrender plates at any DMV office. Bring the registration too.\n\n"
     "Refunds\nA refund needs the receipt."

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from reground.tools.signals.scoring import rouge_l, token_f1
 from reground.tools.text.lexical import STOPWORDS, lexical_tokens
-from reground.tools.text.sentences import strip_citations, text_sentences
+from reground.tools.text.sentences import is_list_item, strip_citations, text_sentences
 from reground.tools.tuning.turn import EVIDENCE
 from reground.tools.types import Passage, is_assistant
 
@@ -405,6 +405,31 @@ def reply_text(sentence: str) -> str:
     return " ".join(lines)
 
 
+def _introduces_list(item: Evidence, by_order: Mapping[int, Evidence]) -> bool:
+    """The passage goes on from this sentence with a list item, and the sentence is not itself in a list (an item,
+    or an item's second sentence)."""
+    after, before = by_order.get(item.order + 1), by_order.get(item.order - 1)
+    in_a_list = before is not None and before.passage == item.passage and is_list_item(before.text)
+    return (
+        after is not None
+        and after.passage == item.passage
+        and is_list_item(after.text)
+        and not is_list_item(item.text)
+        and not in_a_list
+    )
+
+
+def _following(item: Evidence, by_order: Mapping[int, Evidence], joins: Callable[[Evidence], bool]) -> list[Evidence]:
+    """The sentences right after `item` in its passage while `joins` holds, up to LIST_ITEMS."""
+    out = []
+    for step in range(1, LIST_ITEMS + 1):
+        listed = by_order.get(item.order + step)
+        if listed is None or listed.passage != item.passage or not joins(listed):
+            break
+        out.append(listed)
+    return out
+
+
 def extractive_answer(
     evidence: Sequence[Evidence],
     max_sentences: int = 1,
@@ -429,15 +454,17 @@ def extractive_answer(
         if not same_passage or item.passage == best.passage:
             picked.append(item)
             words += len(item.text.split())
-    # A sentence that introduces a list ("Two types are available:") is answered by the list that follows it.
+    # A sentence that introduces a list is answered by the list that follows it: one ending in a colon ("Two types
+    # are available:") by the sentences after it, one that its passage goes on from with list items ("Calico
+    # policies add the following features." and three bullets) by those items, up to the first that asks.
     following = {e.order: e for e in evidence}
     for item in list(picked):
         if item.text.rstrip().endswith(":"):
-            for step in range(1, LIST_ITEMS + 1):
-                listed = following.get(item.order + step)
-                if listed is None or listed.passage != item.passage:
-                    break
-                if listed not in picked:
-                    picked.append(listed)
+            joins = _following(item, following, lambda _: True)
+        elif _introduces_list(item, following):
+            joins = _following(item, following, lambda e: is_list_item(e.text) and not e.text.rstrip().endswith("?"))
+        else:
+            joins = []
+        picked.extend(e for e in joins if e not in picked)
     picked.sort(key=lambda e: e.order)
     return " ".join(reply_text(e.text) for e in picked), sorted({e.passage for e in picked})
