@@ -16,7 +16,14 @@ from typing import Any
 
 from reground.nodes.common import NodeEnv, evidence_for, question_of
 from reground.nodes.state import ClarifyOption, EvidenceItem, State
-from reground.tools.signals.answerability import coverage, dangling_referent, readings, support, unresolved_references
+from reground.tools.signals.answerability import (
+    Reading,
+    coverage,
+    dangling_referent,
+    readings,
+    support,
+    unresolved_references,
+)
 
 OPENING_MESSAGES = 2  # a question with at most the first exchange before it opens the conversation
 
@@ -59,6 +66,9 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
     opening = len(state.get("history", [])) <= OPENING_MESSAGES
     needed = context.triage.clarify_min_readings_opening if opening else context.triage.clarify_min_readings
     if context.use_clarify and len(found) >= needed:
+        found = answering_readings(state, found, env)
+        signals["answering_readings"] = float(len(found))
+    if context.use_clarify and len(found) >= needed:
         env.stats.notes.append(
             f"ambiguous: {references[0]!r} fits {len(found)} documents ({', '.join(r.label for r in found)})"
         )
@@ -82,6 +92,25 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         return {**update, "decision": "abstain"}
     env.stats.notes.append(f"support {supported:.2f}, coverage {covered:.2f}")
     return {**update, "decision": "answer"}
+
+
+def answering_readings(state: State, found: list[Reading], env: NodeEnv) -> list[Reading]:
+    """The readings worth offering: those whose own passages the judge reads as answering the question, at least
+    closely (its hedge band). A document that only shares the question's words ("Gossip Girl" for a question
+    about a state's name) is not one of them. Without the judge, all of them."""
+    if not env.context.use_trained_judge:
+        return found
+    candidates = state.get("candidates", [])
+    kept = []
+    for reading in found:
+        own = [c for c in candidates if c["doc_id"] == reading.doc_id]
+        answerable = evidence_for(state, own, env).answerable if own else 0.0
+        if answerable is None or answerable >= env.context.triage.judge_hedge_threshold:
+            kept.append(reading)
+    if len(kept) < len(found):
+        dropped = [r.label for r in found if r not in kept]
+        env.stats.notes.append(f"readings the judge finds no answer in: {', '.join(dropped)}")
+    return kept
 
 
 def judged_decision(answerable: float, signals: dict[str, float], env: NodeEnv) -> str:

@@ -309,3 +309,11 @@ def test_a_reply_runs_as_long_as_the_conversations_replies_so_far() -> None:
         "long replies so far: sentences of the best passage until about 30 words, in reading order; another "
         "passage's sentence and one scoring under half the best never join"
     )
+
+
+def test_a_sentence_announcing_a_list_that_was_cut_off_is_never_the_reply() -> None:
+    from reground.tools.signals.evidence import Evidence, extractive_answer
+
+    dangling = Evidence("Two major types of keystores are available:", 1, 0.9, 0.5, 0.4, order=9)
+    earlier = Evidence("Keystores hold the keys that sign your builds.", 1, 0.6, 0.3, 0.3, order=8)
+    assert extractive_answer([dangling, earlier], 1)[0] == earlier.text

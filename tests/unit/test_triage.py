@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +142,34 @@ def test_an_ambiguous_question_asks_which_reading_and_the_next_message_resolves_
     assert asked["citations"] == [] and asked["llm_calls"] == 0
     assert answered["kind"] == "answer", answered
     assert "27 days" in answered["answer"] and answered["citations"][0]["doc_id"] == "leave-fr"
+
+
+def test_a_reading_the_judge_finds_no_answer_in_is_not_offered(
+    leave_store: tuple[Any, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import reground.nodes.triage as triage_node
+    from reground.tools.signals.reading import TurnReading
+
+    read = triage_node.evidence_for
+
+    def judged(state: Any, passages: Any, env: Any) -> TurnReading:
+        reading = read(state, passages, env)
+        if passages and all(p["doc_id"] == "leave-us" for p in passages):
+            return replace(reading, answerable=0.0)  # the judge reads the US policy's own passages as not answering
+        return reading
+
+    monkeypatch.setattr(triage_node, "evidence_for", judged)
+    store, data_dir = leave_store
+    question = "How many days of annual leave does the policy give?"
+    graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
+    three = Context(collection="leave-policies", data_dir=data_dir, triage={"clarify_min_readings_opening": 3})
+    (asked,) = turns(graph, three, question, thread="three")
+    assert asked["kind"] == "clarify"
+    assert sorted(o["doc_id"] for o in asked["options"]) == ["leave-de", "leave-fr", "leave-uk"]
+    assert "Annual leave policy (the United States)" not in asked["answer"]
+    # Four readings needed, three that answer: no asking back.
+    (answered,) = turns(graph, Context(collection="leave-policies", data_dir=data_dir), question, thread="four")
+    assert answered["kind"] != "clarify" and answered["options"] == []
 
 
 def test_clarify_can_be_turned_off(leave_store: tuple[Any, str]) -> None:

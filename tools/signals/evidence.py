@@ -348,8 +348,16 @@ def stands_as_reply(text: str) -> bool:
 
 def answer_sentences(evidence: Sequence[Evidence]) -> list[Evidence]:
     """The evidence that can answer: a sentence that asks (an FAQ's heading, "Should I bag my recyclables?") never
-    does, nor a fragment or a bare link (`stands_as_reply`); the sentences around them do."""
-    return [e for e in evidence if not e.text.rstrip().endswith("?") and stands_as_reply(e.text)]
+    does, nor a fragment or a bare link (`stands_as_reply`), nor one that ends in a colon with nothing after it in
+    its passage (the list it announces was cut off); the sentences around them do."""
+    placed = {(e.passage, e.order) for e in evidence}
+    return [
+        e
+        for e in evidence
+        if not e.text.rstrip().endswith("?")
+        and stands_as_reply(e.text)
+        and not (e.text.rstrip().endswith(":") and (e.passage, e.order + 1) not in placed)
+    ]
 
 
 def relevance_parts(answer: str, evidence: Sequence[Evidence], previous_reply: str = "") -> dict[str, float]:
