@@ -65,7 +65,7 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
     }
     opening = len(state.get("history", [])) <= OPENING_MESSAGES
     needed = context.triage.clarify_min_readings_opening if opening else context.triage.clarify_min_readings
-    if context.use_clarify and len(found) >= needed:
+    if context.use_clarify and found:
         found = answering_readings(state, found, env)
         signals["answering_readings"] = float(len(found))
     if context.use_clarify and len(found) >= needed:
@@ -76,14 +76,9 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         return {**update, "decision": "clarify", "options": options}
     if reading is not None and reading.answerable is not None:
         decision = judged_decision(reading.answerable, signals, env)
-        referent = dangling_referent(state["question"], state.get("history", []))
-        if decision != "answer" and referent and context.use_clarify:
-            # "How do I configure it?" opening a conversation: ask what "it" is, naming what the documents cover.
-            topics = readings(state.get("candidates", []), ratio=0.0)
-            if topics:
-                env.stats.notes.append(f"{referent!r} names nothing said yet: asking what it refers to")
-                options = [ClarifyOption(label=r.label, doc_id=r.doc_id, chunk_id=r.chunk_id) for r in topics]
-                return {**update, "decision": "clarify", "options": options, "referent": referent}
+        asked = ask_what_it_refers_to(state, references, found, env) if decision != "answer" else None
+        if asked is not None and context.use_clarify:
+            return {**update, **asked}
         return {**update, "decision": decision}
     threshold = context.resolved_support_threshold()
     signals["support_threshold"] = threshold
@@ -92,6 +87,28 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         return {**update, "decision": "abstain"}
     env.stats.notes.append(f"support {supported:.2f}, coverage {covered:.2f}")
     return {**update, "decision": "answer"}
+
+
+def ask_what_it_refers_to(
+    state: State, references: list[str], answering: list[Reading], env: NodeEnv
+) -> dict[str, Any] | None:
+    """The documents do not answer a question that leans on something the dialogue never named: ask what it is
+    rather than hedge or abstain. An opening pronoun ("How do I configure it?") is asked about naming what the
+    documents cover; a definite reference ("this burger") when several readings answer the question (the judge read
+    each one's own passages), naming them. One answering reading is no ambiguity, and the reference itself is not
+    quoted: the words that find it ("the secret", "the end") are often not what the user has in mind."""
+    referent = dangling_referent(state["question"], state.get("history", []))
+    if referent:
+        offered = readings(state.get("candidates", []), ratio=0.0)
+    elif references and len(answering) >= 2:  # several: an ambiguity
+        offered = answering
+    else:
+        return None
+    if not offered:
+        return None
+    env.stats.notes.append(f"{referent or references[0]!r} names nothing said yet and the documents do not answer it")
+    options = [ClarifyOption(label=r.label, doc_id=r.doc_id, chunk_id=r.chunk_id) for r in offered]
+    return {"decision": "clarify", "options": options, "referent": referent}
 
 
 def answering_readings(state: State, found: list[Reading], env: NodeEnv) -> list[Reading]:

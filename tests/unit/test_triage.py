@@ -172,6 +172,41 @@ def test_a_reading_the_judge_finds_no_answer_in_is_not_offered(
     assert answered["kind"] != "clarify" and answered["options"] == []
 
 
+def test_a_reference_the_documents_do_not_answer_asks_back_when_several_readings_answer_it(
+    leave_store: tuple[Any, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import reground.nodes.triage as triage_node
+    from reground.tools.signals.reading import TurnReading
+
+    read = triage_node.evidence_for
+
+    def judged(state: Any, passages: Any, env: Any) -> TurnReading:
+        reading = read(state, passages, env)
+        doc_ids = {p["doc_id"] for p in passages}
+        if doc_ids <= silent:
+            return replace(reading, answerable=0.0)
+        if len(doc_ids) > 1:
+            return replace(reading, answerable=0.5)  # the turn's passages together: only close (a hedge)
+        return reading
+
+    silent = {"leave-us", "leave-uk"}  # the judge reads their own passages as not answering
+    monkeypatch.setattr(triage_node, "evidence_for", judged)
+    store, data_dir = leave_store
+    graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
+    context = Context(collection="leave-policies", data_dir=data_dir)
+    question = "How many days of annual leave does the policy give?"
+    (asked,) = turns(graph, context, question)
+    assert asked["kind"] == "clarify", asked
+    assert sorted(o["doc_id"] for o in asked["options"]) == ["leave-de", "leave-fr"]
+    assert asked["answer"] == (
+        'Your question could refer to several things in the documents, such as "Annual leave policy (France)" or '
+        '"Annual leave policy (Germany)". Which one do you mean?'
+    )
+    silent.add("leave-fr")  # one reading that answers is no ambiguity: the judge's decision stands
+    (single,) = turns(graph, context, question, thread="one")
+    assert single["kind"] in ("hedge", "abstain") and single["options"] == []
+
+
 def test_clarify_can_be_turned_off(leave_store: tuple[Any, str]) -> None:
     store, data_dir = leave_store
     context = Context(collection="leave-policies", data_dir=data_dir, use_clarify=False)
