@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -144,9 +145,8 @@ def test_an_ambiguous_question_asks_which_reading_and_the_next_message_resolves_
     assert "27 days" in answered["answer"] and answered["citations"][0]["doc_id"] == "leave-fr"
 
 
-def test_a_reading_the_judge_finds_no_answer_in_is_not_offered(
-    leave_store: tuple[Any, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def judge_reads(monkeypatch: pytest.MonkeyPatch, answerable: Callable[[set[str]], float | None]) -> None:
+    """Make triage's judge read a set of passages as `answerable(their doc ids)`, or as it does where that is None."""
     import reground.nodes.triage as triage_node
     from reground.tools.signals.reading import TurnReading
 
@@ -154,11 +154,16 @@ def test_a_reading_the_judge_finds_no_answer_in_is_not_offered(
 
     def judged(state: Any, passages: Any, env: Any) -> TurnReading:
         reading = read(state, passages, env)
-        if passages and all(p["doc_id"] == "leave-us" for p in passages):
-            return replace(reading, answerable=0.0)  # the judge reads the US policy's own passages as not answering
-        return reading
+        value = answerable({p["doc_id"] for p in passages})
+        return reading if value is None else replace(reading, answerable=value)
 
     monkeypatch.setattr(triage_node, "evidence_for", judged)
+
+
+def test_a_reading_the_judge_finds_no_answer_in_is_not_offered(
+    leave_store: tuple[Any, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judge_reads(monkeypatch, lambda doc_ids: 0.0 if doc_ids == {"leave-us"} else None)
     store, data_dir = leave_store
     question = "How many days of annual leave does the policy give?"
     graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
@@ -175,22 +180,14 @@ def test_a_reading_the_judge_finds_no_answer_in_is_not_offered(
 def test_a_reference_the_documents_do_not_answer_asks_back_when_several_readings_answer_it(
     leave_store: tuple[Any, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import reground.nodes.triage as triage_node
-    from reground.tools.signals.reading import TurnReading
-
-    read = triage_node.evidence_for
-
-    def judged(state: Any, passages: Any, env: Any) -> TurnReading:
-        reading = read(state, passages, env)
-        doc_ids = {p["doc_id"] for p in passages}
-        if doc_ids <= silent:
-            return replace(reading, answerable=0.0)
-        if len(doc_ids) > 1:
-            return replace(reading, answerable=0.5)  # the turn's passages together: only close (a hedge)
-        return reading
-
     silent = {"leave-us", "leave-uk"}  # the judge reads their own passages as not answering
-    monkeypatch.setattr(triage_node, "evidence_for", judged)
+
+    def answerable(doc_ids: set[str]) -> float | None:
+        if doc_ids <= silent:
+            return 0.0
+        return 0.5 if len(doc_ids) > 1 else None  # the turn's passages together: only close (a hedge)
+
+    judge_reads(monkeypatch, answerable)
     store, data_dir = leave_store
     graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
     context = Context(collection="leave-policies", data_dir=data_dir)
