@@ -154,7 +154,7 @@ def test_a_sentence_that_its_passage_follows_with_list_items_brings_only_those_i
     # A sentence whose passage goes on in prose stays alone; a list item does not pull in its neighbours.
     assert extractive_answer([intro, after], 1)[0] == intro.text
     first_item = Evidence(items[0].text, 1, 0.95, 0.5, 0.4, order=3)
-    assert extractive_answer([first_item, items[1]], 1)[0] == first_item.text
+    assert extractive_answer([first_item, items[1]], 1)[0] == first_item.text.removeprefix("* ")
     # An item's second sentence is inside the list, and a list of questions (an FAQ's index) answers nothing.
     second = Evidence("It needs a policy file.", 1, 0.95, 0.5, 0.4, order=4)
     assert extractive_answer([second, items[0], Evidence(items[1].text, 1, 0.3, 0.1, 0.2, order=5)], 1)[0] == (
@@ -317,3 +317,18 @@ def test_a_sentence_announcing_a_list_that_was_cut_off_is_never_the_reply() -> N
     dangling = Evidence("Two major types of keystores are available:", 1, 0.9, 0.5, 0.4, order=9)
     earlier = Evidence("Keystores hold the keys that sign your builds.", 1, 0.6, 0.3, 0.3, order=8)
     assert extractive_answer([dangling, earlier], 1)[0] == earlier.text
+
+
+def test_a_page_title_repeated_on_two_lines_is_never_the_reply() -> None:
+    from reground.tools.signals.evidence import Evidence, extractive_answer
+
+    title = Evidence("Sharps Disposal | Madison County, NY\nSharps Disposal | Madison County, NY", 1, 0.9, 0.5, 0.4)
+    answer = Evidence("Sharps containers are free at any of the county's transfer stations.", 1, 0.6, 0.3, 0.3, order=1)
+    assert extractive_answer([title, answer], 1)[0] == answer.text
+
+
+def test_a_reply_never_opens_with_a_list_marker() -> None:
+    from reground.tools.signals.evidence import Evidence, extractive_answer
+
+    item = Evidence("* Storage is limited to 200 TB for each storage policy.", 1, 0.9, 0.5, 0.4, order=3)
+    assert extractive_answer([item], 1)[0] == "Storage is limited to 200 TB for each storage policy."

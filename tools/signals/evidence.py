@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from reground.tools.signals.scoring import rouge_l, token_f1
 from reground.tools.text.lexical import STOPWORDS, lexical_tokens
-from reground.tools.text.sentences import is_list_item, strip_citations, text_sentences
+from reground.tools.text.sentences import is_list_item, strip_citations, text_sentences, without_list_marker
 from reground.tools.tuning.turn import EVIDENCE
 from reground.tools.types import Passage, is_assistant
 
@@ -334,12 +334,16 @@ MIN_REPLY_CONTENT_WORDS = EVIDENCE.min_reply_content_words
 
 def stands_as_reply(text: str) -> bool:
     """Whether a sentence can be a whole reply: not a fragment (a heading or a list item, "Plan the migration": a
-    single line of at most MAX_FRAGMENT_WORDS words with no closing punctuation) and not a pointer whose link is the
+    single line of at most MAX_FRAGMENT_WORDS words with no closing punctuation), not lines of headings only, and not
+    a pointer whose link is the
     message ("For more information, see [Tags for Block Storage](https://...)": fewer content words outside its
     links than MIN_REPLY_CONTENT_WORDS or than in the links' labels)."""
     stripped = text.strip()
     if "\n" not in stripped and len(stripped.split()) <= MAX_FRAGMENT_WORDS and not _SAYS_END.search(stripped):
         return False
+    lines = [line.strip() for line in stripped.split("\n") if line.strip()]
+    if len(lines) > 1 and all(len(line.split()) <= MAX_HEADING_WORDS and not _SAYS_END.search(line) for line in lines):
+        return False  # headings only ("Sharps Disposal | Madison County, NY" twice: a page's title lines)
     labels = " ".join(_MARKDOWN_LINK.findall(stripped))
     outside = _BARE_URL.sub("", _MARKDOWN_LINK.sub("", stripped))
     said = len(lexical_tokens(outside))
@@ -475,4 +479,8 @@ def extractive_answer(
             joins = []
         picked.extend(e for e in joins if e not in picked)
     picked.sort(key=lambda e: e.order)
-    return " ".join(reply_text(e.text) for e in picked), sorted({e.passage for e in picked})
+    said = [reply_text(e.text) for e in picked]
+    said[0] = without_list_marker(
+        said[0]
+    )  # a reply never opens with a bullet; the items of a list it brings keep theirs
+    return " ".join(said), sorted({e.passage for e in picked})

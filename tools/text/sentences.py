@@ -18,12 +18,17 @@ MIN_SENTENCE_WORDS = EVIDENCE.min_sentence_words  # shorter pieces ("Yes.", "See
 CITATION = re.compile(r"\s*\[(\d{1,2})\]")  # a citation mark and the space before it; group 1: the number
 
 
-_LIST_ITEM = re.compile(r"^\s*([-*•]|\d{1,2}[.)])\s+\S")  # a list item's marker: "* ", "- ", "• ", "1. ", "2) "
+_LIST_ITEM = re.compile(r"^\s*([-*•]|\d{1,2}[.)])\s+(?=\S)")  # a list item's marker: "* ", "- ", "• ", "1. ", "2) "
 
 
 def is_list_item(text: str) -> bool:
     """A sentence that is an item of a bulleted or numbered list (the split keeps each item's marker)."""
     return bool(_LIST_ITEM.match(text))
+
+
+def without_list_marker(text: str) -> str:
+    """A list item's text without its marker ("* Allow traffic." -> "Allow traffic.")."""
+    return _LIST_ITEM.sub("", text, count=1)
 
 
 def normalised(text: str) -> str:
