@@ -93,6 +93,9 @@ def evidence_for(state: State, passages: Sequence[Passage], env: NodeEnv) -> Tur
     """The passages' sentences ranked against the turn's question (computed once per retrieval, by triage): by the
     trained judge when the context uses it, which also says whether the passages answer the question at all."""
     context = env.context
+    judge = env.services.judge(context) if context.use_trained_judge else None
+    if context.use_trained_judge and judge is None:
+        env.stats.notes.append("the judge reads MiniLM vectors and this collection has others: hand-made ranking only")
     return read_turn(
         question_of(state),
         state["question"],
@@ -100,7 +103,7 @@ def evidence_for(state: State, passages: Sequence[Passage], env: NodeEnv) -> Tur
         passages,
         env.services.retriever(context).embed,
         context.evidence_weights(),
-        judge=env.services.judge() if context.use_trained_judge else None,
+        judge=judge,
     )
 
 

@@ -726,11 +726,13 @@ class Context(EnvSettings):
         default="lexical",
         description="Keywords: 'llm' (structured output), 'lexical' (no LLM call) or 'off'.",
     )
-    rerank_method: Literal["sentence", "fusion", "llm", "http", "off"] = Field(
+    rerank_method: Literal["sentence", "judge", "fusion", "llm", "http", "off"] = Field(
         default="sentence",
         description=(
             "'sentence' (retrieval score plus the paragraph's best sentence cosine with the question, no LLM; "
-            "the best measured on doc2dial dev), 'fusion' (rank fusion of the retrieval scores, no LLM), 'llm' "
+            "the best measured on doc2dial dev), 'judge' (the same with the trained judge's probability that the "
+            "paragraph's best sentence answers the question: an in-process cross-encoder, no LLM), 'fusion' (rank "
+            "fusion of the retrieval scores, no LLM), 'llm' "
             "(listwise 1-10 relevance), 'http' (a cross-encoder rerank endpoint at rerank_url), 'off' (retrieval "
             "order)."
         ),

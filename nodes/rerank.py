@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, Field
-from reground.nodes.common import NodeEnv, grounded_messages, question_of
+from reground.nodes.common import NodeEnv, evidence_for, grounded_messages, question_of
 from reground.nodes.state import State
 from reground.tools.adapters.chat import LLMReplyError
 from reground.tools.adapters.rerank_http import rerank_over_http
@@ -67,6 +67,8 @@ def _rerank(state: State, env: NodeEnv) -> dict[str, Any]:
         return {"passages": [Passage(**{**p, "rank": i + 1}) for i, p in enumerate(candidates[:n])]}
     if context.rerank_method == "sentence":
         return {"passages": by_sentence(state, env, candidates)}
+    if context.rerank_method == "judge":
+        return {"passages": by_judge(state, env, candidates)}
     if context.rerank_method == "fusion":
         return {"passages": fuse_rerank(candidates, n, context.retrieval.same_document_penalty)}
     query = state.get("retrieval_query") or state["question"]
@@ -91,6 +93,22 @@ def _rerank(state: State, env: NodeEnv) -> dict[str, Any]:
         env.stats.notes.append(f"rerank reply unusable ({exc}); ranking by sentence instead")
         return {"passages": by_sentence(state, env, candidates)}
     return {"passages": _with_scores(candidates, parsed, n)}
+
+
+def by_judge(state: State, env: NodeEnv, candidates: list[Passage]) -> list[Passage]:
+    """The trained judge as the in-process cross-encoder: retrieval score plus the probability that the candidate's
+    best sentence answers the question (the judge reads every candidate's sentences in one pass). Without the judge
+    (`use_trained_judge` off, or a collection embedded by another model), the sentence cosine rerank."""
+    if not env.context.use_trained_judge or env.services.judge(env.context) is None:
+        return by_sentence(state, env, candidates)
+    env.progress("rerank", "reranking with the judge")
+    best = [0.0] * len(candidates)
+    for sentence in evidence_for(state, candidates, env).evidence:
+        best[sentence.passage - 1] = max(best[sentence.passage - 1], sentence.judge)
+    settings = env.context.retrieval
+    return sentence_rerank(
+        candidates, best, env.context.top_n, settings.sentence_rerank_weight, settings.same_document_penalty
+    )
 
 
 def by_sentence(state: State, env: NodeEnv, candidates: list[Passage]) -> list[Passage]:

@@ -129,10 +129,15 @@ class Services:
             )
         return store
 
-    def judge(self) -> JudgeModel:
-        """The judge trained here (tools/signals/judge.py), shipped with the package and loaded once per process."""
+    def judge(self, context: ServiceSettings) -> JudgeModel | None:
+        """The judge trained here (tools/signals/judge.py), shipped with the package and loaded once per process; None
+        for a collection embedded by another model than the one it was trained with (its inputs are MiniLM's
+        question x sentence products: another model's vectors mean nothing to it, or do not fit)."""
+        from reground.tools.adapters.embeddings import MINILM_SPEC
         from reground.tools.signals.judge import shipped_judge
 
+        if getattr(self.retriever(context).store.embedder, "name", None) != MINILM_SPEC:
+            return None
         return shipped_judge()
 
     def retriever(self, context: ServiceSettings) -> HybridRetriever:

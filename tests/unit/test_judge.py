@@ -123,3 +123,22 @@ def test_a_hedge_band_upside_down_is_refused() -> None:
         Context(
             triage={"judge_hedge_threshold": 0.9, "judge_answer_threshold": 0.5},
         )
+
+
+def test_a_collection_embedded_by_another_model_reads_without_the_judge() -> None:
+    """The judge's inputs are MiniLM products: a 256-dimension hash embedder's vectors would not fit (they crashed
+    the turn); the reading falls back to the hand-made ranking and says so."""
+    from langgraph.runtime import Runtime
+    from reground.nodes.common import NodeEnv, evidence_for
+    from reground.tools.services import Services
+    from reground.tools.types import Passage
+
+    from tests.unit.test_retrieval import CHUNKS, FakeStore
+
+    services = Services(store=FakeStore(list(CHUNKS)))
+    env = NodeEnv(services=services, runtime=Runtime(context=Context(collection="docs")))
+    assert services.judge(env.context) is None
+    passages = [Passage(**{**chunk, "score": 1.0}) for chunk in CHUNKS[:2]]
+    reading = evidence_for({"question": "How many days of annual leave do I get?"}, passages, env)
+    assert reading.evidence and reading.answerable is None
+    assert any("the judge reads MiniLM vectors" in note for note in env.stats.notes)

@@ -547,6 +547,9 @@ def test_the_default_rerank_keeps_the_passage_whose_sentence_answers() -> None:
     assert Context().rerank_method == "sentence"
     assert kept(Context(collection="docs", top_n=1)) == ["days"]
     assert kept(Context(collection="docs", top_n=1, rerank_method="off")) == ["leave"]
+    # The trained judge as the in-process cross-encoder reads the same: the sentence with the days answers.
+    assert kept(Context(collection="docs", top_n=1, rerank_method="judge")) == ["days"]
+    assert kept(Context(collection="docs", top_n=1, rerank_method="judge", use_trained_judge=False)) == ["days"]
     # The listwise LLM rerank falls back to the sentence ranking when its reply is unusable.
     junk = Services(chat_model=ScriptedChatModel(script={"rerank": ["no idea"]}), store=FakeStore(chunks))
     env = NodeEnv(services=junk, runtime=Runtime(context=Context(collection="docs", top_n=1, rerank_method="llm")))
