@@ -94,8 +94,9 @@ def evidence_for(state: State, passages: Sequence[Passage], env: NodeEnv) -> Tur
     trained judge when the context uses it, which also says whether the passages answer the question at all."""
     context = env.context
     judge = env.services.judge(context) if context.use_trained_judge else None
-    if context.use_trained_judge and judge is None:
-        env.stats.notes.append("the judge reads MiniLM vectors and this collection has others: hand-made ranking only")
+    unjudged = "the judge reads MiniLM vectors and this collection has others: hand-made ranking only"
+    if context.use_trained_judge and judge is None and unjudged not in env.stats.notes:
+        env.stats.notes.append(unjudged)  # once a step (triage reads the readings' passages too)
     return read_turn(
         question_of(state),
         state["question"],
