@@ -43,6 +43,10 @@ def retrieve(state: State, env: NodeEnv) -> dict[str, Any]:
         model_judge(env.services.chat(context, "judge"), env.stats) if context.evidence.injection_model_check else None
     )
     candidates, _ = guard_candidates(candidates, env.stats.notes, judge)
+    held = [p for p in state.get("held_passages", []) if p["chunk_id"] not in {c["chunk_id"] for c in candidates}]
+    if held:
+        # Re-grounding after an abstention: the earlier search's passages compete with the new query's in rerank.
+        candidates = [*candidates, *held]
     env.stats.notes.append(f"{len(candidates)} candidates for {state.get('query_mode', 'refined')} query")
     return {"candidates": candidates}
 

@@ -556,3 +556,23 @@ def test_the_default_rerank_keeps_the_passage_whose_sentence_answers() -> None:
     update = rerank(state, env)
     assert [p["doc_id"] for p in update["passages"]] == ["days"]
     assert any("ranking by sentence instead" in note for note in env.stats.notes)
+
+
+def test_a_re_grounding_after_an_abstention_lets_the_earlier_passages_compete_in_rerank(store: FakeStore) -> None:
+    """A new query can lose the dialogue's document (doc2dial: 7 turns did); the earlier search's passages join the
+    new candidates, so rerank chooses among both."""
+    from langgraph.runtime import Runtime
+    from reground.nodes.common import NodeEnv
+    from reground.nodes.context import Context
+    from reground.nodes.retrieve import retrieve
+    from reground.tools.services import Services
+
+    from reground.testing.fake_chat import ScriptedChatModel
+
+    earlier = Passage(**{**_chunk("claims", 0, "Claims are filed within 90 days of the visit."), "score": 0.4})
+    env = NodeEnv(services=Services(chat_model=ScriptedChatModel(), store=store), runtime=Runtime(context=Context()))
+    state: dict[str, Any] = {"question": "How many days of leave do I get?", "query_mode": "forced_history"}
+    fresh = [c["chunk_id"] for c in retrieve(state, env)["candidates"]]
+    assert "claims:0" not in fresh
+    pooled = [c["chunk_id"] for c in retrieve({**state, "held_passages": [earlier]}, env)["candidates"]]
+    assert pooled == [*fresh, "claims:0"]
