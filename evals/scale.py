@@ -38,7 +38,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +133,39 @@ class Base:
             replica += 1
 
 
+def write_in_batches(
+    rows: Iterable[tuple[Any, int]], write: Callable[[list[Any]], None], label: str
+) -> tuple[float, float, int]:
+    """Write (row, its chunk count) pairs in batches of about BATCH_CHUNKS chunks: (seconds generating the rows,
+    seconds writing them, chunks written). Both builders time generation apart from the store's writes."""
+    generate_s = write_s = 0.0
+    batch: list[Any] = []
+    held = written = 0
+    started = time.perf_counter()
+    for row, chunks in rows:
+        batch.append(row)
+        held += chunks
+        if held < BATCH_CHUNKS:
+            continue
+        generate_s += time.perf_counter() - started
+        write_s += _timed(write, batch)
+        written += held
+        batch, held = [], 0
+        print(f"  {label}: {written} chunks written", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+    generate_s += time.perf_counter() - started
+    if batch:
+        write_s += _timed(write, batch)
+        written += held
+    return generate_s, write_s, written
+
+
+def _timed(write: Callable[[list[Any]], None], batch: list[Any]) -> float:
+    started = time.perf_counter()
+    write(batch)
+    return time.perf_counter() - started
+
+
 def build_engine(base: Base, spec: str, size: int, seed: int, work_mem: str = "4GB") -> dict[str, Any]:
     """Write a `scale-<size>` collection into the engine through `write_documents`, then build its indexes."""
     from reground.tools.stores.postgres import PostgresStore, engine_uri
@@ -149,26 +182,8 @@ def build_engine(base: Base, spec: str, size: int, seed: int, work_mem: str = "4
             raise
     store = PostgresStore(uri, name, embedder=base.embedder, create=True)
     store.drop_indexes()
-    generate_s = write_s = 0.0
-    batch: list[Any] = []
-    held = 0
-    started = time.perf_counter()
-    for document in base.documents(size, seed):
-        batch.append(document)
-        held += len(document[2])
-        if held >= BATCH_CHUNKS:
-            t0 = time.perf_counter()
-            generate_s += t0 - started
-            store.write_documents(batch)
-            write_s += time.perf_counter() - t0
-            batch, held = [], 0
-            started = time.perf_counter()
-            print(f"  {name}: {store.count()} chunks written", file=sys.stderr, flush=True)
-    generate_s += time.perf_counter() - started
-    if batch:
-        t0 = time.perf_counter()
-        store.write_documents(batch)
-        write_s += time.perf_counter() - t0
+    documents = ((document, len(document[2])) for document in base.documents(size, seed))
+    generate_s, write_s, _ = write_in_batches(documents, store.write_documents, name)
     index_s = store.build_indexes(maintenance_work_mem=work_mem)
     chunks = store.count()
     return {
@@ -195,29 +210,11 @@ def build_embedded(base: Base, work: Path, size: int, seed: int) -> dict[str, An
 
     shutil.rmtree(data_dir, ignore_errors=True)
     store = PassageStore.open(COLLECTION, data_dir=data_dir, embedder=base.embedder, create=True)
-    generate_s = write_s = 0.0
-    rows: list[Any] = []
-    held = written = 0
-    started = time.perf_counter()
-    for doc_id, digest, chunks, vectors, blobs in base.documents(size, seed):
-        items = list(zip(chunks, vectors, blobs, strict=True))
-        rows.append((doc_id, digest, generation_for(doc_id, digest), items))
-        held += len(items)
-        if held >= BATCH_CHUNKS:
-            t0 = time.perf_counter()
-            generate_s += t0 - started
-            _write_rows(store, rows)
-            write_s += time.perf_counter() - t0
-            written += held
-            rows, held = [], 0
-            started = time.perf_counter()
-            print(f"  embedded {size}: {written} chunks written", file=sys.stderr, flush=True)
-    generate_s += time.perf_counter() - started
-    if rows:
-        t0 = time.perf_counter()
-        _write_rows(store, rows)
-        write_s += time.perf_counter() - t0
-        written += held
+    rows = (
+        ((doc_id, digest, generation_for(doc_id, digest), list(zip(chunks, vectors, blobs, strict=True))), len(chunks))
+        for doc_id, digest, chunks, vectors, blobs in base.documents(size, seed)
+    )
+    generate_s, write_s, written = write_in_batches(rows, lambda batch: _write_rows(store, batch), f"embedded {size}")
     info = {
         "chunks": written,
         "generate_s": round(generate_s, 1),
