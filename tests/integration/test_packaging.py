@@ -47,7 +47,11 @@ def test_wheel_puts_everything_under_the_reground_package(tmp_path: Path) -> Non
     ]
     missing = [m for m in modules if m not in names]
     assert not missing, f"missing from the wheel (add their packages to pyproject.toml): {missing[:10]}"
-    for expected in ("reground/data/hr_policies.jsonl", "reground/data/judge/judge.npz"):
+    for expected in (
+        "reground/data/hr_policies.jsonl",
+        "reground/data/judge/judge.npz",
+        "reground/data/judge/reader-int8.onnx",
+    ):
         assert expected in names, f"{expected} missing from the wheel"
     assert not any(name.startswith("tests/") for name in names)
 

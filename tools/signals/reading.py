@@ -15,6 +15,14 @@ from reground.tools.text.tokens import history_query
 from reground.tools.tuning.turn import BUDGETS
 from reground.tools.types import Passage
 
+# (query, sentences) -> one logit per sentence that it answers the query (adapters/cross_encoder.py).
+SentenceReader = Callable[[str, Sequence[str]], np.ndarray]
+
+
+def reader_query(question: str, dialogue_query: str) -> str:
+    """The reader's first text, as it was trained: the question, then the question read in its dialogue if any."""
+    return f"{question} || {dialogue_query}" if dialogue_query else question
+
 
 @dataclass(frozen=True)
 class EvidenceWeights:
@@ -49,10 +57,12 @@ def read_turn(
     weights: EvidenceWeights,
     *,
     judge: JudgeModel | None = None,
+    reader: SentenceReader | None = None,
     keep_inputs: bool = False,
 ) -> TurnReading:
     """`question`: what the answer must answer (the standalone question when there is one); `asked`: the message as
-    the user wrote it (a follow-up that depends on the dialogue is also read with it)."""
+    the user wrote it (a follow-up that depends on the dialogue is also read with it). `reader`: the cross-encoder
+    that reads each (question, sentence) pair; its logits join the judge's (with a judge only)."""
     dialogue_query = (
         history_query(asked, history, weights.history_token_budget) if depends_on_dialogue(asked, bool(history)) else ""
     )
@@ -81,7 +91,8 @@ def read_turn(
     )
     if judge is None:
         return TurnReading(evidence, None, inputs, covered, missing, dialogue_query)
-    probabilities, answerable = sentence_probabilities(judge, inputs, covered)
+    read = reader(reader_query(question, dialogue_query), [e.text for e in evidence]) if reader is not None else None
+    probabilities, answerable = sentence_probabilities(judge, inputs, covered, read)
     judged = [
         replace(e, judge=round(p, 6), judge_weight=weights.judge) for e, p in zip(evidence, probabilities, strict=True)
     ]

@@ -99,7 +99,24 @@ class LocalServer:
     copy_block_bytes: int = 1 << 22
 
 
+@dataclass(frozen=True)
+class Reader:
+    """The cross-encoder that reads (question, sentence) pairs (adapters/cross_encoder.py). The lengths are those it
+    was trained with (evals/reader_train.py); changing them changes what it reads."""
+
+    # Tokens of the question (read in its dialogue) at most, and of the whole pair with its three markers.
+    question_tokens: int = 64
+    pair_tokens: int = 128
+    # Pairs per ONNX call. One: a turn's 16 sentences took 47 ms one at a time against 78 ms in batches of 32
+    # (median of 60 doc2dial turns, 2 busy cores), and int8 dynamic quantisation scales activations per call, so a
+    # batch would make a sentence's score depend on its neighbours.
+    batch_pairs: int = 1
+    # (question, sentence) logits kept in memory: a turn reads the same pairs in triage, the readings and rerank.
+    cached_pairs: int = 4096
+
+
 CHAT: Final = ChatCalls()
 ENDPOINTS: Final = Endpoints()
 EMBEDDINGS: Final = Embeddings()
 LOCAL_SERVER: Final = LocalServer()
+READER: Final = Reader()

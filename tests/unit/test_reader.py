@@ -1,0 +1,111 @@
+"""The reader (adapters/cross_encoder.py): the shipped cross-encoder, how a pair is cut, and how its logits join the
+judge's when a turn is read."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+from reground.tools.adapters.cross_encoder import READER_FILE, READER_SHA256, shipped_reader
+from reground.tools.signals.judge import SCALAR_NAMES, JudgeModel, sentence_probabilities
+from reground.tools.signals.reading import EvidenceWeights, read_turn, reader_query
+from reground.tools.tuning.models import READER
+
+GOWN_HIRE = [
+    "Everything you need to know about the gown hire at Riverside University.",
+    "You pay a fee of £50 for the gown hire, charged once each term.",
+    "You can arrange the gown hire at the Student Hub on Level 5 of the Main Library.",
+]
+
+
+def test_the_shipped_reader_is_the_pinned_one_and_has_a_model_card() -> None:
+    path = Path(str(resources.files("reground") / "data" / "judge" / READER_FILE))
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == READER_SHA256
+    card = path.with_name("MODEL_CARD.md").read_text()
+    assert READER_SHA256 in card and "reground.evals.reader_train" in card
+
+
+def test_the_reader_finds_the_sentence_that_answers_not_the_one_about_the_topic() -> None:
+    """Cosines put the page's title first (it names the gown hire); the reader reads "cost" against "a fee of £50"."""
+    logits = shipped_reader().logits("What does the gown hire cost?", GOWN_HIRE)
+    assert logits.shape == (3,) and int(np.argmax(logits)) == 1
+    where = shipped_reader().logits("Where can I arrange the gown hire?", GOWN_HIRE)
+    assert where[1] < min(where[0], where[2]), "the fee does not say where"
+
+
+def test_a_pair_is_cut_as_in_training_and_order_does_not_change_a_score() -> None:
+    reader = shipped_reader()
+    long_question = "What does it cost " * 60
+    long_sentence = "The fee is fifty pounds per term " * 60
+    ids, segments = reader._pair(list(range(READER.question_tokens)), list(range(1000)))
+    assert len(ids) == READER.pair_tokens and segments.count(0) == READER.question_tokens + 2
+    alone = reader.logits(long_question, [long_sentence])
+    together = reader.logits(long_question, ["Short.", long_sentence, *GOWN_HIRE])
+    assert together[1] == pytest.approx(alone[0], abs=1e-4)
+    assert reader.logits("anything", []).shape == (0,)
+
+
+def test_the_reader_reads_the_question_in_its_dialogue_only_for_a_follow_up() -> None:
+    assert reader_query("How long is parental leave?", "") == "How long is parental leave?"
+    assert reader_query("Is it paid?", "Is it paid? How long is parental leave?").startswith("Is it paid? || ")
+
+
+def test_the_reader_s_logits_join_the_judge_s() -> None:
+    width = len(SCALAR_NAMES) + 4
+    model = JudgeModel(
+        mean=np.zeros(width, dtype=np.float32),
+        scale=np.ones(width, dtype=np.float32),
+        w1=np.zeros((width, 2), dtype=np.float32),
+        b1=np.zeros(2, dtype=np.float32),
+        w2=np.zeros(2, dtype=np.float32),
+        b2=0.0,
+        head_w=np.zeros(5, dtype=np.float32),
+        head_b=0.0,
+        head_mean=np.zeros(5, dtype=np.float32),
+        head_scale=np.ones(5, dtype=np.float32),
+    )
+    inputs = np.zeros((2, width), dtype=np.float32)
+    plain, _ = sentence_probabilities(model, inputs, 1.0)
+    read, _ = sentence_probabilities(model, inputs, 1.0, np.asarray([2.0, -2.0], dtype=np.float32))
+    assert plain == pytest.approx([0.5, 0.5])
+    assert read[0] > 0.85 and read[1] < 0.15
+
+
+def test_a_turn_read_with_the_reader_ranks_what_it_reads_first() -> None:
+    """The judge alone cannot tell the fee sentence from the others here (its weights are zero); the reader can."""
+    width = len(SCALAR_NAMES) + 384
+    model = JudgeModel(
+        mean=np.zeros(width, dtype=np.float32),
+        scale=np.ones(width, dtype=np.float32),
+        w1=np.zeros((width, 2), dtype=np.float32),
+        b1=np.zeros(2, dtype=np.float32),
+        w2=np.zeros(2, dtype=np.float32),
+        b2=0.0,
+        head_w=np.zeros(5, dtype=np.float32),
+        head_b=0.0,
+        head_mean=np.zeros(5, dtype=np.float32),
+        head_scale=np.ones(5, dtype=np.float32),
+    )
+    calls: list[tuple[str, list[str]]] = []
+
+    def reader(query: str, sentences: Sequence[str]) -> np.ndarray:
+        calls.append((query, list(sentences)))
+        return np.asarray([8.0 if "£50" in s else -8.0 for s in sentences], dtype=np.float32)
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        vectors = np.ones((len(texts), 384), dtype=np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    passages = [{"doc_id": "gown", "title": "Gown hire", "text": " ".join(GOWN_HIRE), "score": 1.0}]
+    question = "What does the gown hire cost?"
+    weights = EvidenceWeights()
+    with_reader = read_turn(question, question, [], passages, embed, weights, judge=model, reader=reader)  # type: ignore[list-item]
+    assert "£50" in with_reader.evidence[0].text
+    assert calls and calls[0][0] == question
+    calls.clear()
+    read_turn(question, question, [], passages, embed, weights, reader=reader)  # type: ignore[list-item]
+    assert not calls, "without the judge the reader is not asked"
