@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from reground.tools.adapters.cross_encoder import READER_FILE, READER_SHA256, shipped_reader
-from reground.tools.signals.judge import SCALAR_NAMES, JudgeModel, sentence_probabilities
+from reground.tools.signals.judge import SCALAR_NAMES, TURN_FEATURE_NAMES, JudgeModel, sentence_probabilities
 from reground.tools.signals.reading import EvidenceWeights, read_turn, reader_query
 from reground.tools.tuning.models import READER
 
@@ -20,6 +20,23 @@ GOWN_HIRE = [
     "You pay a fee of £50 for the gown hire, charged once each term.",
     "You can arrange the gown hire at the Student Hub on Level 5 of the Main Library.",
 ]
+
+
+def indifferent_judge(width: int) -> JudgeModel:
+    """A judge whose weights are all zero: every sentence gets logit 0, so only what is added to it can rank."""
+    heads = len(TURN_FEATURE_NAMES)
+    return JudgeModel(
+        mean=np.zeros(width, dtype=np.float32),
+        scale=np.ones(width, dtype=np.float32),
+        w1=np.zeros((width, 2), dtype=np.float32),
+        b1=np.zeros(2, dtype=np.float32),
+        w2=np.zeros(2, dtype=np.float32),
+        b2=0.0,
+        head_w=np.zeros(heads, dtype=np.float32),
+        head_b=0.0,
+        head_mean=np.zeros(heads, dtype=np.float32),
+        head_scale=np.ones(heads, dtype=np.float32),
+    )
 
 
 def test_the_shipped_reader_is_the_pinned_one_and_has_a_model_card() -> None:
@@ -55,20 +72,8 @@ def test_the_reader_reads_the_question_in_its_dialogue_only_for_a_follow_up() ->
 
 
 def test_the_reader_s_logits_join_the_judge_s() -> None:
-    width = len(SCALAR_NAMES) + 4
-    model = JudgeModel(
-        mean=np.zeros(width, dtype=np.float32),
-        scale=np.ones(width, dtype=np.float32),
-        w1=np.zeros((width, 2), dtype=np.float32),
-        b1=np.zeros(2, dtype=np.float32),
-        w2=np.zeros(2, dtype=np.float32),
-        b2=0.0,
-        head_w=np.zeros(5, dtype=np.float32),
-        head_b=0.0,
-        head_mean=np.zeros(5, dtype=np.float32),
-        head_scale=np.ones(5, dtype=np.float32),
-    )
-    inputs = np.zeros((2, width), dtype=np.float32)
+    model = indifferent_judge(len(SCALAR_NAMES) + 4)
+    inputs = np.zeros((2, len(SCALAR_NAMES) + 4), dtype=np.float32)
     plain, _ = sentence_probabilities(model, inputs, 1.0)
     read, _ = sentence_probabilities(model, inputs, 1.0, np.asarray([2.0, -2.0], dtype=np.float32))
     assert plain == pytest.approx([0.5, 0.5])
@@ -77,19 +82,7 @@ def test_the_reader_s_logits_join_the_judge_s() -> None:
 
 def test_a_turn_read_with_the_reader_ranks_what_it_reads_first() -> None:
     """The judge alone cannot tell the fee sentence from the others here (its weights are zero); the reader can."""
-    width = len(SCALAR_NAMES) + 384
-    model = JudgeModel(
-        mean=np.zeros(width, dtype=np.float32),
-        scale=np.ones(width, dtype=np.float32),
-        w1=np.zeros((width, 2), dtype=np.float32),
-        b1=np.zeros(2, dtype=np.float32),
-        w2=np.zeros(2, dtype=np.float32),
-        b2=0.0,
-        head_w=np.zeros(5, dtype=np.float32),
-        head_b=0.0,
-        head_mean=np.zeros(5, dtype=np.float32),
-        head_scale=np.ones(5, dtype=np.float32),
-    )
+    model = indifferent_judge(len(SCALAR_NAMES) + 384)
     calls: list[tuple[str, list[str]]] = []
 
     def reader(query: str, sentences: Sequence[str]) -> np.ndarray:
@@ -103,9 +96,9 @@ def test_a_turn_read_with_the_reader_ranks_what_it_reads_first() -> None:
     passages = [{"doc_id": "gown", "title": "Gown hire", "text": " ".join(GOWN_HIRE), "score": 1.0}]
     question = "What does the gown hire cost?"
     weights = EvidenceWeights()
-    with_reader = read_turn(question, question, [], passages, embed, weights, judge=model, reader=reader)  # type: ignore[list-item]
+    with_reader = read_turn(question, question, [], passages, embed, weights, judge=model, reader=reader)
     assert "£50" in with_reader.evidence[0].text
     assert calls and calls[0][0] == question
     calls.clear()
-    read_turn(question, question, [], passages, embed, weights, reader=reader)  # type: ignore[list-item]
+    read_turn(question, question, [], passages, embed, weights, reader=reader)
     assert not calls, "without the judge the reader is not asked"
