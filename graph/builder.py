@@ -17,7 +17,7 @@ from reground.nodes.clarify import clarify
 from reground.nodes.common import NodeEnv
 from reground.nodes.context import Context
 from reground.nodes.finalize import finalize, passes_checks
-from reground.nodes.groundedness import check_groundedness
+from reground.nodes.groundedness import FLAGGED_ONLY, check_groundedness
 from reground.nodes.keywords import extract_keywords
 from reground.nodes.refine import failing_principles, refine, thresholds_of
 from reground.nodes.refine_question import refine_question
@@ -126,8 +126,11 @@ def route_after_check(
     ungrounded = draft["kind"] == "not_found" or (
         draft["kind"] == "answer" and draft["groundedness"] < context.resolved_groundedness_threshold()
     )
+    # A reply that only restated an injected instruction: a new search finds the same pages, so quote them instead.
+    obeyed = FLAGGED_ONLY in draft.get("groundedness_parts", {})
     if (
         ungrounded
+        and not obeyed
         and context.use_reground
         and state.get("reground_attempts", 0) < context.groundedness.max_reground_attempts
     ):

@@ -16,8 +16,11 @@ from reground.prompts import answer as answer_prompts
 from reground.tools.adapters.chat import LLMReplyError
 from reground.tools.signals.evidence import quoted_verbatim
 from reground.tools.signals.figures import extract_figures, unsupported_figures
+from reground.tools.signals.injection import only_flagged
 from reground.tools.signals.scoring import k_precision, prompt_echo, rouge_l
 from reground.tools.text.sentences import cited_numbers, strip_citations, text_sentences
+
+FLAGGED_ONLY = "flagged_only"  # the groundedness part of a reply that only restated an injected instruction
 
 
 def sentences(text: str) -> list[str]:
@@ -94,6 +97,21 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
         return {
             "draft": Draft(
                 **{**draft, "groundedness": 0.0, "groundedness_parts": failed, "unsupported_claims": figures}
+            ),
+            "draft_checked": True,
+        }
+    if only_flagged(draft["text"], passages):
+        # A reply that only restates an injected instruction is not an answer, however grounded its words are.
+        claim = "the reply only restates text flagged as an injected instruction"
+        env.stats.notes.append(f"groundedness 0.00: {claim}")
+        return {
+            "draft": Draft(
+                **{
+                    **draft,
+                    "groundedness": 0.0,
+                    "groundedness_parts": {FLAGGED_ONLY: 0.0},
+                    "unsupported_claims": [claim],
+                }
             ),
             "draft_checked": True,
         }

@@ -786,12 +786,10 @@ def guard_reply(
     """At finalize: a passed reply's flagged sentences (its own, or the passages' flagged ones it restates) are not
     said; a reply with nothing else becomes `not_found` (not passed, kind "abstain"); a citation whose quote holds a
     flagged sentence shows it with `QUOTE_WARNING`. A reviewer's own edit is not second-guessed."""
-    flagged: dict[str, tuple[str, ...]] = {}
-    for passage in passages:
-        flagged.update(passage_flags(passage))
+    flagged = flags_of(passages)
     if passed and not reviewed and kind != "clarify":
         kept = _without_flagged(text, flagged)
-        if kept != text and len(CITATION.sub("", kept).split()) < 2:
+        if _nothing_else(text, kept):
             return not_found, False, FLAGGED_REPLY_REASON, "abstain", []
         text = kept
     warned = [
@@ -802,6 +800,25 @@ def guard_reply(
         for c in citations
     ]
     return text, passed, reason, kind, warned
+
+
+def flags_of(passages: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, ...]]:
+    """Every flagged sentence of the passages, with its reasons."""
+    flagged: dict[str, tuple[str, ...]] = {}
+    for passage in passages:
+        flagged.update(passage_flags(passage))
+    return flagged
+
+
+def only_flagged(text: str, passages: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a reply says nothing but flagged text (the passages' flagged sentences, or its own sentences the rules
+    flag): checked before finalize too, so a written reply that only obeyed an injection is replaced by the
+    passages' own unflagged sentences (the quote node) instead of becoming "not found"."""
+    return _nothing_else(text, _without_flagged(text, flags_of(passages)))
+
+
+def _nothing_else(text: str, kept: str) -> bool:
+    return kept != text and len(CITATION.sub("", kept).split()) < 2
 
 
 def _without_flagged(text: str, flagged: Mapping[str, tuple[str, ...]]) -> str:
