@@ -105,7 +105,7 @@ def evidence_for(state: State, passages: Sequence[Passage], env: NodeEnv) -> Tur
         env.services.retriever(context).embed,
         context.evidence_weights(),
         judge=judge,
-        reader=env.services.reader() if judge is not None else None,
+        reader=env.services.reader() if judge is not None and context.evidence.reader_weight > 0 else None,
     )
 
 

@@ -508,6 +508,15 @@ class EvidenceSettings(Group):
             "top sentence's token F1 unchanged; the judge alone 0.615 but lower F1)."
         ),
     )
+    reader_weight: float = Field(
+        default=EVIDENCE.reader_weight,
+        ge=0.0,
+        description=(
+            "With the judge: weight of the reader (a MiniLM cross-encoder trained here that reads the question and "
+            "each sentence together) beside the judge's score; 0 turns it off and saves about 60 ms a turn "
+            "(doc2dial held-out answer-sentence MRR 0.640 with it, 0.619 without)."
+        ),
+    )
     answer_evidence: Count = Field(
         default=EVIDENCE.answer_evidence,
         description=(
@@ -862,6 +871,7 @@ class Context(EnvSettings):
             continuity=self.evidence.continuity_weight,
             history_token_budget=self.budgets.history_token_budget,
             judge=self.evidence.judge_rank_weight,
+            reader=self.evidence.reader_weight,
         )
 
     def model_for(self, role: Role) -> str:

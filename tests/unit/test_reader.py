@@ -102,3 +102,14 @@ def test_a_turn_read_with_the_reader_ranks_what_it_reads_first() -> None:
     calls.clear()
     read_turn(question, question, [], passages, embed, weights, reader=reader)
     assert not calls, "without the judge the reader is not asked"
+    off = read_turn(question, question, [], passages, embed, EvidenceWeights(reader=0.0), judge=model, reader=reader)
+    assert not calls, "at weight 0 the reader is not asked"
+    assert {e.judge for e in off.evidence} == {0.5}, "nothing but the (indifferent) judge scores the sentences"
+    assert {e.judge for e in with_reader.evidence} != {0.5}
+
+
+def test_the_reader_s_weight_is_a_context_setting_that_reaches_the_reading() -> None:
+    from reground.nodes.context import Context
+
+    assert Context().evidence_weights().reader == 1.0
+    assert Context(evidence={"reader_weight": 0.0}).evidence_weights().reader == 0.0

@@ -33,6 +33,7 @@ class EvidenceWeights:
     continuity: float = 0.0
     history_token_budget: int = BUDGETS.history_token_budget
     judge: float = 1.0  # the judge's probability's weight beside the hand-made score
+    reader: float = 1.0  # the reader's logit's weight beside the judge's (0: the reader is not asked)
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,11 @@ def read_turn(
     )
     if judge is None:
         return TurnReading(evidence, None, inputs, covered, missing, dialogue_query)
-    read = reader(reader_query(question, dialogue_query), [e.text for e in evidence]) if reader is not None else None
+    read = (
+        weights.reader * reader(reader_query(question, dialogue_query), [e.text for e in evidence])
+        if reader is not None and weights.reader > 0
+        else None
+    )
     probabilities, answerable = sentence_probabilities(judge, inputs, covered, read)
     judged = [
         replace(e, judge=round(p, 6), judge_weight=weights.judge) for e, p in zip(evidence, probabilities, strict=True)

@@ -106,6 +106,10 @@ class Evidence:
     # With the judge: evidence ranks by its score plus this x the judge's probability; doc2dial dev dialogues not
     # trained on: answer-sentence MRR 0.536 -> 0.600, top sentence's token F1 unchanged.
     judge_rank_weight: float = 1.0
+    # With the judge: the reader's logit (adapters/cross_encoder.py) joins the judge's at this weight; 0 skips the
+    # reader (about 60 ms a turn). doc2dial held-out answer-sentence MRR 0.619 -> 0.640 at 1; weights 0.5-1 measured
+    # about equal on the validation dialogues (evals/README.md, Judge).
+    reader_weight: float = 1.0
     # Sentences closest to the question shown to a written answer as evidence.
     answer_evidence: int = 2
     # Answers are cut to this many sentences (dialogue replies are short; the answer rules say 1-3).
