@@ -16,7 +16,13 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
-from reground.tools.adapters.embeddings import MINILM_TOKENIZER, EmbeddingModelError, VectorCache, packaged_file
+from reground.tools.adapters.embeddings import (
+    MINILM_TOKENIZER,
+    EmbeddingModelError,
+    VectorCache,
+    cpu_session,
+    packaged_file,
+)
 from reground.tools.tuning.models import READER
 
 READER_FILE = "reader-int8.onnx"
@@ -28,15 +34,9 @@ class CrossEncoderReader:
     """Scores (query, sentence) pairs; thread-safe (one ONNX session, one call at a time)."""
 
     def __init__(self, model_path: Path, tokenizer_path: Path, *, threads: int = 1) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        self._session = cpu_session(model_path, threads)
         self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()

@@ -179,6 +179,19 @@ class VectorCache:
         return value
 
 
+def cpu_session(model_path: Path, threads: int) -> Any:
+    """An onnxruntime CPU session on `threads` threads, fully optimised, that does not busy-wait between ops (on a
+    shared machine a spinning thread takes a core from everyone else)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+
+
 class MiniLMOnnxEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX): mean pooling over the attention mask, L2-normalised, 384 dims."""
 
@@ -186,29 +199,18 @@ class MiniLMOnnxEmbedder:
     dimension = 384  # fact: the model's vector size
 
     def __init__(self, *, threads: int | None = None, batch_size: int = BATCH_SIZE) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         model_path = packaged_file(*MINILM_MODEL)
         tokenizer_path = packaged_file(*MINILM_TOKENIZER)
 
-        def session(intra_threads: int) -> Any:
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = intra_threads
-            options.inter_op_num_threads = 1
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            # No busy-waiting between ops: on a shared machine a spinning thread takes a core from everyone else.
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            return ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
-
         # Batches use all cores but one, which stays free for the ingest pipeline's chunking and store writes
         # (on 2 cores: one thread, and an ingest runs at the embedder's one-at-a-time speed).
-        self._session = session(threads or max(1, min(EMBEDDINGS.max_threads, (os.cpu_count() or 1) - 1)))
+        batch_threads = threads or max(1, min(EMBEDDINGS.max_threads, (os.cpu_count() or 1) - 1))
+        self._session = cpu_session(model_path, batch_threads)
         # Queries (a few short texts) run on one thread: on 2 busy cores a second one made a query 2x slower
         # (43 vs 22 ms median with the LLM server generating); batches of passages use them all.
-        self._small_session = (
-            self._session if self._session.get_session_options().intra_op_num_threads == 1 else (session(1))
-        )
+        self._small_session = self._session if batch_threads == 1 else cpu_session(model_path, 1)
         self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
         self._tokenizer.enable_truncation(MAX_SEQ_TOKENS)
         self._tokenizer.no_padding()
