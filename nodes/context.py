@@ -771,15 +771,15 @@ class Context(EnvSettings):
         ),
     )
     answer_length: AnswerLength = Field(
-        default="sentence",
+        default="conversation",
         description=(
-            "How long an extracted reply is. 'sentence' (chat replies, like doc2dial's agents): the best sentence, "
-            "plus the next-best one of the same passage when it scores at least 90% as well, in reading order. "
-            "'paragraph' (answers like MTRAG-UN's ~75-word references): up to 3 sentences of the passages that score "
-            "at least half as well as the best. 'conversation' (a conversation whose earlier replies someone else "
-            "wrote, e.g. handed over from people): about as long as the assistant's replies so far (their median "
-            "words), from the best passage's sentences scoring at least half as well as the best (at most 6); a first "
-            "turn is answered as 'sentence'."
+            "How long an extracted reply is. 'conversation': about as long as the assistant's replies so far (their "
+            "median words), from the best passage's sentences scoring at least half as well as the best (at most 6); "
+            "a first turn is answered as 'sentence'. A conversation sets its own register (doc2dial's agents reply in "
+            "~18 words, MTRAG-UN's in ~87); where reground wrote the earlier replies it stays near 'sentence'. "
+            "'sentence': the best sentence, plus the next-best one of the same passage when it scores at least 90% "
+            "as well, in reading order. 'paragraph': up to 3 sentences of the passages that score at least half as "
+            "well as the best."
         ),
     )
     escalation: str = Field(

@@ -309,6 +309,9 @@ def test_a_reply_runs_as_long_as_the_conversations_replies_so_far() -> None:
         "long replies so far: sentences of the best passage until about 30 words, in reading order; another "
         "passage's sentence and one scoring under half the best never join"
     )
+    from reground.nodes.context import Context
+
+    assert extracted_sentences(evidence, Context().answer_length, long)[0] == text, "the default follows the register"
 
 
 def test_a_sentence_announcing_a_list_that_was_cut_off_is_never_the_reply() -> None:
