@@ -150,10 +150,12 @@ def route_after_check(
         and context.refinement.quote_when_unchecked
         and not state.get("quoted", False)
         and state.get("decision", "answer") == "answer"
-        and draft["kind"] in ("answer", "partial")
+        and draft["kind"] in ("answer", "partial", "not_found")
         and not passes_checks(draft, context)
     ):
-        return "quote"  # the loops are spent: the passages' own sentences rather than an abstention
+        # The loops are spent: the passages' own sentences rather than an abstention, also when the writer says the
+        # passages do not cover a question triage (the judge) finds them answering.
+        return "quote"
     return _review_or_finalize(state, runtime)
 
 

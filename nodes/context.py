@@ -633,8 +633,8 @@ class RefinementSettings(Group):
         default=True,
         description=(
             "With answer_style 'write': a written reply that still fails the groundedness or relevance check when "
-            "the loops are spent is replaced by the extracted reply (the passages' own sentences) instead of an "
-            "abstention, when triage measured support for the question."
+            "the loops are spent, or says the passages do not cover a question triage found them answering, is "
+            "replaced by the extracted reply (the passages' own sentences) instead of an abstention."
         ),
     )
 

@@ -131,8 +131,9 @@ class State(InputState, total=False):
     keywords: list[str]
     candidates: list[Passage]
     passages: list[Passage]
-    # The passages an abstained first search found, kept while re_ground searches again: the turn answers from
-    # whichever search the judge finds more answerable (a new query can lose the right document).
+    # The passages the search before a re-grounding found (after an abstention or an ungrounded reply), kept while
+    # re_ground searches again: the turn answers from whichever search the judge finds more answerable (a new query
+    # can lose the right document).
     held_passages: list[Passage]
     held_answerable: float
     evidence: list[EvidenceItem]  # the passages' sentences ranked against the question (set by triage)

@@ -186,3 +186,26 @@ def test_repeating_the_previous_answer_is_not_an_answer_to_the_follow_up(hr_stor
     assert quoted["answer"] != previous
     refined = graph.invoke({"messages": messages}, config=run_config(context), context=context)["result"]
     assert refined["answer"] != previous, "the extractive refinement never picks what was already said"
+
+
+def test_a_writer_saying_the_passages_do_not_cover_an_answered_question_is_replaced_by_their_sentence(
+    hr_store: Any, hr_store_dir: str
+) -> None:
+    """qwen2.5-1.5b replied "The passage does not cover this question" where the judge read the passages as answering
+    (answerable 0.93): after its re-groundings the turn quotes the passages instead of abstaining."""
+    not_found = "The passage does not cover this question. Please ask the people who maintain these documents."
+    model = ScriptedChatModel(script={"answer": [not_found]})
+    context = Context(
+        collection="test-hr",
+        data_dir=hr_store_dir,
+        answer_style="write",
+        triage={"judge_answer_threshold": 0.0, "judge_hedge_threshold": 0.0},  # the judge finds an answer
+        **HAND_RANKING,
+    )
+    result = ask(model, hr_store, context, "How many days of annual leave do I get per year?")
+    assert model.calls_for("answer") == 1 + context.groundedness.max_reground_attempts, "the loops run first"
+    assert result["kind"] == "answer" and "30" in result["answer"] and "does not cover" not in result["answer"]
+    assert result["state"]["quoted"]
+    believed = context.with_(refinement={"quote_when_unchecked": False})
+    kept = ask(ScriptedChatModel(script={"answer": [not_found]}), hr_store, believed, QUESTION)
+    assert "30" not in kept["answer"] and not kept["passed"] and not kept["state"]["quoted"]

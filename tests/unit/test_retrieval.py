@@ -576,3 +576,31 @@ def test_a_re_grounding_after_an_abstention_lets_the_earlier_passages_compete_in
     assert "claims:0" not in fresh
     pooled = [c["chunk_id"] for c in retrieve({**state, "held_passages": [earlier]}, env)["candidates"]]
     assert pooled == [*fresh, "claims:0"]
+
+
+@pytest.mark.parametrize("decision", ["abstain", "answer", "hedge"])
+def test_a_re_grounding_holds_the_passages_the_judge_read_best(store: FakeStore, decision: str) -> None:
+    """After an abstention and after an ungrounded written reply alike, the search before the re-grounding is kept
+    while it reads best: a new query can lose the passages the judge found answering (qwen2.5-1.5b writing, doc2dial:
+    5 of 60 follow-ups abstained after a re-grounding that lost them)."""
+    from langgraph.runtime import Runtime
+    from reground.nodes.common import NodeEnv
+    from reground.nodes.context import Context
+    from reground.nodes.reground import re_ground
+    from reground.tools.services import Services
+
+    from reground.testing.fake_chat import ScriptedChatModel
+
+    first = Passage(**{**_chunk("leave", 0, "Full-time employees get 30 days of annual leave."), "score": 0.9})
+    env = NodeEnv(services=Services(chat_model=ScriptedChatModel(), store=store), runtime=Runtime(context=Context()))
+    state: dict[str, Any] = {
+        "question": "How many days do I get?",
+        "history": [{"role": "user", "text": "Tell me about leave."}, {"role": "assistant", "text": "Sure."}],
+        "passages": [first],
+        "decision": decision,
+        "signals": {"answerable": 0.9},
+    }
+    update = re_ground(state, env)
+    assert update["held_passages"] == [first] and update["held_answerable"] == 0.9
+    better_held = re_ground({**state, "held_passages": [], "held_answerable": 0.95}, env)
+    assert "held_passages" not in better_held, "an earlier search that read better stays held"
