@@ -1,11 +1,13 @@
 """ReGround's groundedness check: an LLM judge of unsupported claims combined with cheap signals.
 
-Before any of them, a figure check: a reply stating a number, amount, date or duration that its cited passages
-do not hold is not grounded, however close its words are to theirs (tools/signals/figures.py).
+Before any of them, exact checks: a reply stating a number, amount, date or duration (tools/signals/figures.py) or
+a link, address or phone number that its cited passages do not hold is not grounded, however close its words are
+to theirs; nor is one that only restates an injected instruction or repeats the prompt's own words.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -16,9 +18,10 @@ from reground.prompts import answer as answer_prompts
 from reground.tools.adapters.chat import LLMReplyError
 from reground.tools.signals.evidence import quoted_verbatim
 from reground.tools.signals.figures import extract_figures, unsupported_figures
-from reground.tools.signals.injection import only_flagged
+from reground.tools.signals.injection import only_flagged, unsupported_contacts
 from reground.tools.signals.scoring import k_precision, prompt_echo, rouge_l
 from reground.tools.text.sentences import cited_numbers, strip_citations, text_sentences
+from reground.tools.types import Passage
 
 FLAGGED_ONLY = "flagged_only"  # the groundedness part of a reply that only restated an injected instruction
 
@@ -77,6 +80,30 @@ def figure_problems(draft: Draft, texts: list[str], missing: list[str]) -> list[
     return [f"the figure '{f}' is not in the cited passages" for f in absent]
 
 
+def contact_problems(draft: Draft, passages: list[Passage]) -> list[str]:
+    """The links, addresses and phone numbers of the reply that no unflagged sentence of its cited passages holds:
+    checked here, so the loops can mend the reply, and again on the final reply in finalize."""
+    cited = cited_texts(draft["text"], [p["text"] for p in passages])
+    return [f"the contact '{c}' is not in the cited passages" for c in unsupported_contacts(draft["text"], cited, [])]
+
+
+def hard_failures(
+    draft: Draft, state: State, passages: list[Passage], texts: list[str], env: NodeEnv
+) -> Iterator[tuple[str, list[str]]]:
+    """(groundedness part, unsupported claims) of each check that fails a reply outright, cheapest first; the
+    caller stops at the first with claims."""
+    yield "figures", figure_problems(draft, texts, list(state.get("missing", [])))
+    if only_flagged(draft["text"], passages):
+        # A reply that only restates an injected instruction is not an answer, however grounded its words are.
+        yield FLAGGED_ONLY, ["the reply only restates text flagged as an injected instruction"]
+    yield "contacts", contact_problems(draft, passages)
+    echoed = prompt_echo(
+        draft["text"], [answer_prompts.SHARED_PREFIX, env.context.prompts.answer_prompt, answer_prompts.EVIDENCE]
+    )
+    if echoed and not quoted_verbatim(draft["text"], texts):
+        yield "prompt_echo", [f"the reply repeats the prompt's own words ('{echoed}')"]
+
+
 def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
     draft = current_draft(state, "check_groundedness")
@@ -89,49 +116,18 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
         }
     env.progress("check_groundedness", "checking the answer against the passages")
     texts = [p["text"] for p in passages]
-    figures = figure_problems(draft, texts, list(state.get("missing", [])))
-    if figures:
-        # Cheap and exact: no signal or judge can make a wrong amount grounded, so none is asked.
-        env.stats.notes.append(f"groundedness 0.00: {'; '.join(figures)}")
-        failed = {"figures": 0.0}
-        return {
-            "draft": Draft(
-                **{**draft, "groundedness": 0.0, "groundedness_parts": failed, "unsupported_claims": figures}
-            ),
-            "draft_checked": True,
-        }
-    if only_flagged(draft["text"], passages):
-        # A reply that only restates an injected instruction is not an answer, however grounded its words are.
-        claim = "the reply only restates text flagged as an injected instruction"
-        env.stats.notes.append(f"groundedness 0.00: {claim}")
-        return {
-            "draft": Draft(
-                **{
-                    **draft,
-                    "groundedness": 0.0,
-                    "groundedness_parts": {FLAGGED_ONLY: 0.0},
-                    "unsupported_claims": [claim],
-                }
-            ),
-            "draft_checked": True,
-        }
-    echoed = prompt_echo(
-        draft["text"], [answer_prompts.SHARED_PREFIX, context.prompts.answer_prompt, answer_prompts.EVIDENCE]
-    )
-    if echoed and not quoted_verbatim(draft["text"], texts):
-        claim = f"the reply repeats the prompt's own words ('{echoed}')"
-        env.stats.notes.append(f"groundedness 0.00: {claim}")
-        return {
-            "draft": Draft(
-                **{
-                    **draft,
-                    "groundedness": 0.0,
-                    "groundedness_parts": {"prompt_echo": 0.0},
-                    "unsupported_claims": [claim],
-                }
-            ),
-            "draft_checked": True,
-        }
+    for part, problems in hard_failures(draft, state, passages, texts, env):
+        if problems:
+            # Cheap and exact: no signal or judge can make a wrong amount, a foreign phone number or an echo of the
+            # prompt grounded, so none is asked.
+            env.stats.notes.append(f"groundedness 0.00: {'; '.join(problems)}")
+            failed = {part: 0.0}
+            return {
+                "draft": Draft(
+                    **{**draft, "groundedness": 0.0, "groundedness_parts": failed, "unsupported_claims": problems}
+                ),
+                "draft_checked": True,
+            }
     if quoted_verbatim(draft["text"], texts):
         env.stats.notes.append("groundedness 1.00: every sentence of the answer is quoted from a passage")
         verbatim = {"verbatim": 1.0}

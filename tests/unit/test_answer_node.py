@@ -209,3 +209,20 @@ def test_a_writer_saying_the_passages_do_not_cover_an_answered_question_is_repla
     believed = context.with_(refinement={"quote_when_unchecked": False})
     kept = ask(ScriptedChatModel(script={"answer": [not_found]}), hr_store, believed, QUESTION)
     assert "30" not in kept["answer"] and not kept["passed"] and not kept["state"]["quoted"]
+
+
+def test_a_written_reply_giving_a_link_no_passage_holds_is_mended_not_abstained(
+    hr_store: Any, hr_store_dir: str
+) -> None:
+    """A link no passage holds fails the groundedness check (so the loops run and the passages' own sentence is said)
+    instead of finalize turning the whole turn into an abstention."""
+    with_number = (
+        "Full-time employees get paid annual leave every year [1]. For questions, see https://hr-help.example.com."
+    )
+    model = ScriptedChatModel(script={"answer": [with_number]})
+    context = Context(collection="test-hr", data_dir=hr_store_dir, answer_style="write", **HAND_RANKING)
+    result = ask(model, hr_store, context, "How many days of annual leave do I get per year?")
+    assert "hr-help" not in result["answer"] and "30" in result["answer"], result
+    assert result["passed"] and result["kind"] == "answer" and result["state"]["quoted"]
+    notes = " ".join(e.get("note", "") for e in result["state"]["trace"])
+    assert "the contact 'https://hr-help.example.com' is not in the cited passages" in notes

@@ -900,7 +900,9 @@ _URL = re.compile(
     re.IGNORECASE,
 )
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
-_PHONE = re.compile(r"(?<![\w/-])\+?\(?\d{1,4}\)?(?:[\s.-]?\(?\d{2,4}\)?){1,4}(?![\w/-])")
+# Groups of digits joined by a space, a dot or a hyphen, also a spaced one ("1 - 800 - 772 - 1213": doc2dial's pages
+# are tokenised so, and a reply that writes the number back as 1-800-772-1213 gives the same number).
+_PHONE = re.compile(r"(?<![\w/-])\+?\(?\d{1,4}\)?(?:(?: ?[.-] ?|\s)?\(?\d{2,4}\)?){1,4}(?![\w/-])")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{1,2}[./-]\d{1,2}[./-]\d{2,4}$")
 
 
