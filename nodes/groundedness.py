@@ -91,16 +91,22 @@ def hard_failures(
     draft: Draft, state: State, passages: list[Passage], texts: list[str], env: NodeEnv
 ) -> Iterator[tuple[str, list[str]]]:
     """(groundedness part, unsupported claims) of each check that fails a reply outright, cheapest first; the
-    caller stops at the first with claims."""
-    yield "figures", figure_problems(draft, texts, list(state.get("missing", [])))
+    caller stops at the first with claims. A reply copied word for word from the passages holds its own figures and
+    contacts (and a page's own footnote marker, "Call Center [2].", is no citation), so only the injection check
+    reads it."""
+    verbatim = quoted_verbatim(draft["text"], texts)
+    if not verbatim:
+        yield "figures", figure_problems(draft, texts, list(state.get("missing", [])))
     if only_flagged(draft["text"], passages):
         # A reply that only restates an injected instruction is not an answer, however grounded its words are.
         yield FLAGGED_ONLY, ["the reply only restates text flagged as an injected instruction"]
+    if verbatim:
+        return
     yield "contacts", contact_problems(draft, passages)
     echoed = prompt_echo(
         draft["text"], [answer_prompts.SHARED_PREFIX, env.context.prompts.answer_prompt, answer_prompts.EVIDENCE]
     )
-    if echoed and not quoted_verbatim(draft["text"], texts):
+    if echoed:
         yield "prompt_echo", [f"the reply repeats the prompt's own words ('{echoed}')"]
 
 

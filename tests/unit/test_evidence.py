@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from reground.tools.signals.evidence import (
@@ -335,3 +337,21 @@ def test_a_reply_never_opens_with_a_list_marker() -> None:
 
     item = Evidence("* Storage is limited to 200 TB for each storage policy.", 1, 0.9, 0.5, 0.4, order=3)
     assert extractive_answer([item], 1)[0] == "Storage is limited to 200 TB for each storage policy."
+
+
+def test_a_sentence_copied_with_its_pages_own_footnote_marker_is_quoted_word_for_word() -> None:
+    """doc2dial's pages carry footnote markers ("the DMV Call Center [2]."): an extracted reply copies them, and the
+    groundedness check must not read them as citations of passage 2 (8 doc2dial dev turns abstained that way)."""
+    from reground.nodes.groundedness import hard_failures
+    from reground.tools.signals.evidence import quoted_verbatim
+
+    page = "Mail them to Albany, NY 12228. If you have questions, please contact the DMV Call Center [2]."
+    other = "Insurance cards are issued by your insurance company."
+    reply = "Mail them to Albany, NY 12228. If you have questions, please contact the DMV Call Center [2]."
+    assert quoted_verbatim(reply, [page, other])
+    assert not quoted_verbatim("Mail them to Albany, NY 12229 [1].", [page, other])
+    draft: Any = {"text": reply, "kind": "answer"}
+    passages: Any = [{"text": page, "metadata": {}}, {"text": other, "metadata": {}}]
+    env: Any = None  # a copied reply never reaches the checks that read the context's prompts
+    failures = [part for part, problems in hard_failures(draft, {}, passages, [page, other], env) if problems]
+    assert failures == [], "a copied sentence holds its own figures; '[2]' is the page's footnote"

@@ -313,8 +313,9 @@ def asked_again(question: str, evidence: Sequence[Evidence]) -> int | None:
 
 def quoted_verbatim(answer: str, texts: Sequence[str]) -> bool:
     """Whether every sentence of the answer stands word for word in the passages (an extracted reply does): such an
-    answer is grounded by construction, whatever a sentence-to-passage cosine or a small judge would say."""
-    body = " ".join(" ".join(text.split()) for text in texts)
+    answer is grounded by construction, whatever a sentence-to-passage cosine or a small judge would say. Markers
+    are read out of both sides alike: a page's own footnote ("the DMV Call Center [2].") is part of what was copied."""
+    body = " ".join(" ".join(strip_citations(text).split()) for text in texts)
     parts = text_sentences(strip_citations(answer))
     return bool(parts) and all(part in body for part in parts)
 
