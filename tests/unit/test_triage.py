@@ -263,6 +263,7 @@ def test_a_written_not_found_reply_is_an_abstention(hr_store: Any, context: Cont
     ctx = context.with_(
         answer_style="write",
         groundedness={"max_reground_attempts": 0},
+        refinement={"quote_when_unchecked": False},  # else the passages the judge reads as answering are quoted
     )
     (result,) = turns(graph, ctx, "How many days of annual leave do full-time employees in Germany get?")
     assert result["kind"] == "abstain" and not result["passed"]
