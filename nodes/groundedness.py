@@ -88,13 +88,12 @@ def contact_problems(draft: Draft, passages: list[Passage]) -> list[str]:
 
 
 def hard_failures(
-    draft: Draft, state: State, passages: list[Passage], texts: list[str], env: NodeEnv
+    draft: Draft, state: State, passages: list[Passage], texts: list[str], env: NodeEnv, *, verbatim: bool
 ) -> Iterator[tuple[str, list[str]]]:
     """(groundedness part, unsupported claims) of each check that fails a reply outright, cheapest first; the
     caller stops at the first with claims. A reply copied word for word from the passages holds its own figures and
     contacts (and a page's own footnote marker, "Call Center [2].", is no citation), so only the injection check
-    reads it."""
-    verbatim = quoted_verbatim(draft["text"], texts)
+    reads it (`verbatim`: quoted_verbatim of the reply, which the caller also needs)."""
     if not verbatim:
         yield "figures", figure_problems(draft, texts, list(state.get("missing", [])))
     if only_flagged(draft["text"], passages):
@@ -122,7 +121,8 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
         }
     env.progress("check_groundedness", "checking the answer against the passages")
     texts = [p["text"] for p in passages]
-    for part, problems in hard_failures(draft, state, passages, texts, env):
+    verbatim = quoted_verbatim(draft["text"], texts)
+    for part, problems in hard_failures(draft, state, passages, texts, env, verbatim=verbatim):
         if problems:
             # Cheap and exact: no signal or judge can make a wrong amount, a foreign phone number or an echo of the
             # prompt grounded, so none is asked.
@@ -134,7 +134,7 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
                 ),
                 "draft_checked": True,
             }
-    if quoted_verbatim(draft["text"], texts):
+    if verbatim:
         env.stats.notes.append("groundedness 1.00: every sentence of the answer is quoted from a passage")
         verbatim = {"verbatim": 1.0}
         return {
