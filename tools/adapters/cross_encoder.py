@@ -8,7 +8,6 @@ int8 ONNX on onnxruntime, the same runtime and tokenizer as the embedder; the we
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
@@ -21,6 +20,7 @@ from reground.tools.adapters.embeddings import (
     EmbeddingModelError,
     VectorCache,
     cpu_session,
+    file_sha256,
     packaged_file,
 )
 from reground.tools.tuning.models import READER
@@ -104,6 +104,6 @@ def shipped_reader() -> CrossEncoderReader:
     path = Path(str(resources.files("reground") / "data" / "judge" / READER_FILE))
     if not path.is_file():
         raise EmbeddingModelError(f"the reader's weights are missing ({path.name}): reinstall reground")
-    if hashlib.sha256(path.read_bytes()).hexdigest() != READER_SHA256:
+    if file_sha256(path) != READER_SHA256:
         raise EmbeddingModelError(f"the reader's weights at {path.name} do not match their pinned sha256")
     return CrossEncoderReader(path, packaged_file(*MINILM_TOKENIZER))

@@ -122,10 +122,15 @@ def packaged_file(package: str, relative: str, sha256: str) -> Path:
     path = Path(str(dist.locate_file(relative)))
     if not path.is_file():
         raise EmbeddingModelError(f"{relative} is missing from package {package!r}; reinstall it")
-    actual = _sha256_cached(str(path), path.stat().st_size, path.stat().st_mtime_ns)
+    actual = file_sha256(path)
     if actual != sha256:
         raise EmbeddingModelError(f"{path} has sha256 {actual}, expected {sha256}")
     return path
+
+
+def file_sha256(path: Path) -> str:
+    """A pinned file's sha256, read in blocks and computed once per file version (size and mtime)."""
+    return _sha256_cached(str(path), path.stat().st_size, path.stat().st_mtime_ns)
 
 
 @lru_cache(maxsize=EMBEDDINGS.loaded_models)
