@@ -419,6 +419,14 @@ class TriageSettings(Group):
             "evals/README.md."
         ),
     )
+    learned_ask_back: bool = Field(
+        default=TRIAGE.learned_ask_back,
+        description=(
+            "With the judge: also ask back when the ask-back model trained on MTRAG-UN dev's underspecified tasks "
+            "finds the question too underspecified (out of fold: 33% of them asked back, 1.6% of answerable ones; "
+            "evals/results/judge/ask_back.json), naming the documents closest to it. Off: the readings rule alone."
+        ),
+    )
     reading_ratio: float = Field(
         default=TRIAGE.reading_ratio,
         gt=0.0,

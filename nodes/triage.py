@@ -24,6 +24,7 @@ from reground.tools.signals.answerability import (
     support,
     unresolved_references,
 )
+from reground.tools.signals.ask_back import ask_back_features
 
 OPENING_MESSAGES = 2  # a question with at most the first exchange before it opens the conversation
 
@@ -75,6 +76,13 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         options = [ClarifyOption(label=r.label, doc_id=r.doc_id, chunk_id=r.chunk_id) for r in found]
         return {**update, "decision": "clarify", "options": options}
     if reading is not None and reading.answerable is not None:
+        asked_back = (
+            learned_ask_back(state, references, found, signals, reading.answerable, env)
+            if context.use_clarify
+            else None
+        )
+        if asked_back is not None:
+            return {**update, **asked_back}
         decision = judged_decision(reading.answerable, signals, env)
         asked = ask_what_it_refers_to(state, references, found, env) if decision != "answer" else None
         if asked is not None and context.use_clarify:
@@ -87,6 +95,46 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         return {**update, "decision": "abstain"}
     env.stats.notes.append(f"support {supported:.2f}, coverage {covered:.2f}")
     return {**update, "decision": "answer"}
+
+
+def learned_ask_back(
+    state: State,
+    references: list[str],
+    answering: list[Reading],
+    signals: dict[str, float],
+    answerable: float,
+    env: NodeEnv,
+) -> dict[str, Any] | None:
+    """Ask back when the ask-back model (tools/signals/ask_back.py) finds the question too underspecified to answer,
+    naming the documents closest to it: the readings the judge finds answering when there are several, else the
+    best-scoring documents retrieval found. Fewer than two documents to name is no choice to offer."""
+    context = env.context
+    if not context.triage.learned_ask_back or state.get("query_mode") == "clarified":
+        return None  # a reply to the turn's own clarifying question is never asked back again
+    question, history = state["question"], state.get("history", [])
+    candidates = state.get("candidates", [])
+    near = readings(candidates, context.triage.reading_ratio)
+    model = env.services.ask_back()
+    probability = model.probability(
+        ask_back_features(
+            question,
+            history,
+            references=len(references),
+            readings=len(near),
+            answerable=answerable,
+            support=signals["support"],
+            coverage=signals["coverage"],
+        )
+    )
+    signals["underspecified"] = round(probability, 4)
+    if probability < model.threshold:
+        return None
+    offered = answering if len(answering) >= 2 else near if len(near) >= 2 else readings(candidates, ratio=0.0)
+    if len(offered) < 2:
+        return None
+    env.stats.notes.append(f"the question reads as underspecified ({probability:.2f} >= {model.threshold:.2f})")
+    options = [ClarifyOption(label=r.label, doc_id=r.doc_id, chunk_id=r.chunk_id) for r in offered]
+    return {"decision": "clarify", "options": options, "referent": dangling_referent(question, history)}
 
 
 def ask_what_it_refers_to(

@@ -15,6 +15,7 @@ from langchain_core.language_models import BaseChatModel
 if TYPE_CHECKING:
     from reground.tools.adapters.embeddings import Embedder
     from reground.tools.retrieval.search import HybridRetriever, RetrievalSettings, SearchStore
+    from reground.tools.signals.ask_back import AskBackModel
     from reground.tools.signals.judge import JudgeModel
     from reground.tools.signals.reading import SentenceReader
     from reground.tools.stores.search_index import IndexSettings
@@ -140,6 +141,12 @@ class Services:
         if getattr(self.retriever(context).store.embedder, "name", None) != MINILM_SPEC:
             return None
         return shipped_judge()
+
+    def ask_back(self) -> AskBackModel:
+        """The ask-back model trained here (tools/signals/ask_back.py), loaded once per process."""
+        from reground.tools.signals.ask_back import shipped_ask_back
+
+        return shipped_ask_back()
 
     def reader(self) -> SentenceReader:
         """The cross-encoder trained here (adapters/cross_encoder.py), loaded once per process; it reads text, so

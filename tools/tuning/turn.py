@@ -55,6 +55,11 @@ class Triage:
     # Documents that must fit an ambiguous reference before the turn asks back, later in a dialogue and in its
     # opening question (2 at the opening: MTRAG-UN dev asks back on 67% of underspecified tasks instead of 44%,
     # but doc2dial dev on 151 of 2,456 answerable turns instead of 107).
+    # Ask back when the ask-back model (tools/signals/ask_back.py, trained on MTRAG-UN dev's underspecified tasks)
+    # finds the question too underspecified to answer; its threshold is calibrated with it (evals/ask_back.py).
+    learned_ask_back: bool = True
+    # The model reads at most this many unresolved references of a question (more say nothing more).
+    ask_back_max_references: int = 3
     clarify_min_readings: int = 4
     clarify_min_readings_opening: int = 4
     # A document is a reading when its retrieval score is at least this share of the best: LLM-free, 0.8 asks back
