@@ -106,8 +106,9 @@ def learned_ask_back(
     env: NodeEnv,
 ) -> dict[str, Any] | None:
     """Ask back when the ask-back model (tools/signals/ask_back.py) finds the question too underspecified to answer,
-    naming the documents closest to it: the readings the judge finds answering when there are several, else the
-    best-scoring documents retrieval found. Fewer than two documents to name is no choice to offer."""
+    naming what it may refer to: the readings the judge finds answering when there are several, else the documents
+    that fit about as well as the best one (for an opening pronoun, the best ones). A question only one document fits
+    offers no choice: the judge's decision stands."""
     context = env.context
     if not context.triage.learned_ask_back or state.get("query_mode") == "clarified":
         return None  # a reply to the turn's own clarifying question is never asked back again
@@ -129,12 +130,20 @@ def learned_ask_back(
     signals["underspecified"] = round(probability, 4)
     if probability < model.threshold:
         return None
-    offered = answering if len(answering) >= 2 else near if len(near) >= 2 else readings(candidates, ratio=0.0)
+    referent = dangling_referent(question, history)
+    if len(answering) >= 2:
+        offered = answering
+    elif len(near) >= 2:
+        offered = near
+    elif referent:  # an opening pronoun ("How do I configure it?"): name what the documents cover
+        offered = readings(candidates, ratio=0.0)
+    else:
+        return None  # one document fits: no choice to offer
     if len(offered) < 2:
         return None
     env.stats.notes.append(f"the question reads as underspecified ({probability:.2f} >= {model.threshold:.2f})")
     options = [ClarifyOption(label=r.label, doc_id=r.doc_id, chunk_id=r.chunk_id) for r in offered]
-    return {"decision": "clarify", "options": options, "referent": dangling_referent(question, history)}
+    return {"decision": "clarify", "options": options, "referent": referent}
 
 
 def ask_what_it_refers_to(
