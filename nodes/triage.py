@@ -106,9 +106,9 @@ def learned_ask_back(
     env: NodeEnv,
 ) -> dict[str, Any] | None:
     """Ask back when the ask-back model (tools/signals/ask_back.py) finds the question too underspecified to answer,
-    naming what it may refer to: the readings the judge finds answering when there are several, else the documents
-    that fit about as well as the best one (for an opening pronoun, the best ones). A question only one document fits
-    offers no choice: the judge's decision stands."""
+    naming what it may refer to: the documents that fit about as well as the best one and whose own passages the judge
+    reads as answering (for an opening pronoun, the best ones). Fewer than two is no choice to offer ("Police dog" and
+    "Celtic Britons" for an Apple product): the judge's decision stands."""
     context = env.context
     if not context.triage.learned_ask_back or state.get("query_mode") == "clarified":
         return None  # a reply to the turn's own clarifying question is never asked back again
@@ -133,10 +133,10 @@ def learned_ask_back(
     referent = dangling_referent(question, history)
     if len(answering) >= 2:
         offered = answering
-    elif len(near) >= 2:
-        offered = near
     elif referent:  # an opening pronoun ("How do I configure it?"): name what the documents cover
         offered = readings(candidates, ratio=0.0)
+    elif len(near) >= 2:  # the documents that fit about as well as the best one and that the judge reads as answering
+        offered = answering_readings(state, near, env)
     else:
         return None  # one document fits: no choice to offer
     if len(offered) < 2:
