@@ -204,6 +204,47 @@ def test_a_reference_the_documents_do_not_answer_asks_back_when_several_readings
     assert single["kind"] in ("hedge", "abstain") and single["options"] == []
 
 
+def ask_back_fires(monkeypatch: pytest.MonkeyPatch, *, always: bool) -> None:
+    """Make the ask-back model find every question underspecified (`always`), or none."""
+    from reground.tools.services import Services
+    from reground.tools.signals.ask_back import AskBackModel, shipped_ask_back
+
+    shipped = shipped_ask_back()
+    forced = AskBackModel(shipped.weights, shipped.bias, shipped.mean, shipped.scale, 0.0 if always else 1.01)
+    monkeypatch.setattr(Services, "ask_back", lambda self: forced)
+
+
+def test_the_ask_back_model_asks_which_reading_naming_only_those_the_judge_reads_as_answering(
+    leave_store: tuple[Any, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judge_reads(monkeypatch, lambda doc_ids: 0.0 if doc_ids == {"leave-us"} else None)
+    ask_back_fires(monkeypatch, always=True)
+    store, data_dir = leave_store
+    graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
+    context = Context(collection="leave-policies", data_dir=data_dir)
+    # Four readings fit "the policy" and three answer: the readings rule (four needed) does not ask; the model does.
+    asked, answered = turns(
+        graph, context, "How many days of annual leave does the policy give?", "The one for France, please."
+    )
+    assert asked["kind"] == "clarify" and asked["signals"]["underspecified"] >= 0.0
+    assert sorted(o["doc_id"] for o in asked["options"]) == ["leave-de", "leave-fr", "leave-uk"]
+    assert answered["kind"] == "answer", "a reply to the turn's own question is never asked back again"
+    assert "27 days" in answered["answer"]
+    off = context.with_(triage={"learned_ask_back": False})
+    (rules_only,) = turns(graph, off, "How many days of annual leave does the policy give?", thread="off")
+    assert rules_only["kind"] != "clarify" and "underspecified" not in rules_only["signals"]
+
+
+def test_the_ask_back_model_offers_no_choice_when_one_document_fits(
+    hr_store: Any, context: Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ask_back_fires(monkeypatch, always=True)
+    graph = build_graph(chat_model=ScriptedChatModel(), store=hr_store, checkpointer=InMemorySaver())
+    scoped = context.with_(metadata_filter={"country": "DE"})
+    (result,) = turns(graph, scoped, "How many days of annual leave do full-time employees in Germany get?")
+    assert result["kind"] == "answer" and result["options"] == []
+
+
 def test_clarify_can_be_turned_off(leave_store: tuple[Any, str]) -> None:
     store, data_dir = leave_store
     context = Context(collection="leave-policies", data_dir=data_dir, use_clarify=False)
