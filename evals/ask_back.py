@@ -46,7 +46,8 @@ def collect(docs: Path, cases: Path, *, scoped: bool, held_out_only: bool | None
     from reground.graph.builder import run_config
     from reground.tools.signals.answerability import readings, unresolved_references
 
-    run = llm_free_graph(docs, checkpointer=InMemorySaver())
+    # The model's own decision off: a turn it would ask back must still read to its end, as it did before the model.
+    run = llm_free_graph(docs, checkpointer=InMemorySaver(), overrides={"triage": {"learned_ask_back": False}})
     graph, base = run.graph, run.context
     out = []
     for case in load_cases(cases, only_with_answer=not scoped):

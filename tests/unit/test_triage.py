@@ -366,6 +366,21 @@ def test_readings_are_distinct_documents_close_to_the_best() -> None:
     assert found[1].label == "Bee keeping for beginners in spring and summer ..."
 
 
+def test_a_document_titled_by_its_id_is_offered_by_its_first_words() -> None:
+    # A JSONL record without a title is titled by its id at ingest (tools/text/loaders.py).
+    candidates = [
+        {
+            "doc_id": "ibmcld_13724-17421-19534",
+            "title": "ibmcld_13724-17421-19534",
+            "doc_score": 1.0,
+            "text": "A higher rate causes the text to be spoken more quickly; a lower rate more slowly.",
+        },
+        {"doc_id": "faq-7", "title": "Speaking rate FAQ", "doc_score": 0.9, "text": "How fast does it speak?"},
+    ]
+    labels = [r.label for r in readings(candidates, ratio=0.8)]
+    assert labels == ["A higher rate causes the text to be ...", "Speaking rate FAQ"]
+
+
 def test_coverage_lists_the_missing_words_in_question_order() -> None:
     share, missing = coverage("Do part-time staff on Mars get annual leave?", ["Annual leave for part-time staff."])
     assert missing == ["mars"] and 0.7 < share < 1.0

@@ -113,8 +113,10 @@ def unresolved_references(question: str, history: Sequence[Mapping[str, str]]) -
 
 
 def _label(candidate: Mapping[str, Any], words: int = TRIAGE.reading_label_words) -> str:
+    """The document's title; for one without a title of its own (the loaders title it by its id, which means nothing
+    to a reader: "ibmcld_13724-17421-19534"), its passage's first words."""
     title = str(candidate.get("title") or "").strip()
-    if title:
+    if title and title != str(candidate.get("doc_id", "")):
         return title
     text = " ".join(str(candidate.get("text", "")).split()[:words])
     return f"{text} ..." if text else str(candidate.get("doc_id", ""))
