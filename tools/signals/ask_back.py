@@ -30,7 +30,7 @@ from reground.tools.signals.judge import sigmoid
 from reground.tools.tuning.turn import TRIAGE
 
 ASK_BACK_FILE = "ask_back.json"
-ASK_BACK_SHA256 = "1f6e1b82ab0450559b559bc492da6893de694b371986e5748155c97e7b34d3c1"
+ASK_BACK_SHA256 = "1d2f2a085805a30fad6cdecb3aa5577e71a31f6354179c68265138217f0805b1"
 
 # A word that points at something: a determiner or a pronoun (a feature of a learned model, not a decision).
 _POINTER = re.compile(r"\b(this|that|these|those|the|it|its|they|them|their|he|she|him|her|his)\b", re.I)
