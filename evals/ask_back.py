@@ -137,6 +137,44 @@ def train_and_measure(
     return model, summary
 
 
+def model_card(summary: dict[str, Any]) -> str:
+    """The card beside the weights: what the model reads, its data and split, its measured numbers, the licence."""
+    shares = summary["out_of_fold_asked_back"]
+    rows = "\n".join(f"| {name} | {v['tasks']} | {v['asked_back']:.3f} |" for name, v in shares.items())
+    return f"""# reground ask-back model
+
+A logistic model over what triage measures of a turn ({", ".join(summary["features"])}) that says whether a question
+is too underspecified to answer; triage then asks back, naming the documents the judge reads as answering it. Code:
+`tools/signals/ask_back.py`; training and measurement: `evals/ask_back.py`.
+
+- Weights: `ask_back.json`, sha256 `{summary["sha256"]}` (pinned in `tools/signals/ask_back.py`); threshold
+  {summary["threshold"]} ({summary["threshold_rule"]}).
+- Reproduce (from the repository root, with `../shared/data` beside it; deterministic): `{summary["command"]}`.
+
+## Data
+- MTRAG-UN dev (Rosenthal et al. 2026; Apache-2.0): {summary["mtrag_dev_tasks"]} tasks, UNDERSPECIFIED against the
+  rest; {summary["folds"]}, reported out of fold; the shipped model is fitted on all.
+- doc2dial dev (Feng et al. 2020; CC BY 3.0): the {summary["doc2dial_training_turns"]} turns of the dialogues the judge
+  trains on, as negatives (every one is answerable); the {summary["doc2dial_held_out_turns"]} turns of its held-out
+  dialogues measure false ask-backs.
+- Each turn is read by the graph LLM-free, with this model off, as triage reads it.
+
+## Measured
+AUC underspecified vs the rest, out of fold: {summary["auc_underspecified_vs_rest_out_of_fold"]}.
+
+| MTRAG-UN dev class | tasks | asked back (out of fold) |
+|---|---|---|
+{rows}
+
+doc2dial held-out turns asked back: {summary["doc2dial_held_out_asked_back"]:.3f} (all answerable).
+
+## Limits
+27 underspecified tasks are few: the out-of-fold shares move by 0.04 a task. The model reads the same signals as the
+judge, so an unanswerable question with an unnamed referent ("Isn't the hummingbird part of songbirds?") looks
+underspecified to it; the judge's reading of each offered document is what keeps such turns from asking back.
+"""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reground.evals.ask_back", description=__doc__)
     parser.add_argument("--doc2dial", type=Path, default=DOC2DIAL, help="folder with docs.jsonl and cases_dev.jsonl")
@@ -169,6 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary["command"] = "python -m reground.evals.ask_back"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(summary, indent=2) + "\n")
+    weights.with_name("ASK_BACK_CARD.md").write_text(model_card(summary))
     print(f"weights {weights.name} sha256 {summary['sha256']}: pin it as ASK_BACK_SHA256 in tools/signals/ask_back.py")
     print(json.dumps(summary, indent=2))
     return 0

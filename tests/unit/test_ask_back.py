@@ -16,6 +16,13 @@ def test_the_shipped_model_loads_with_its_pinned_digest_and_reads_every_feature(
     assert 0.0 < model.threshold < 1.0
 
 
+def test_the_card_beside_the_weights_names_their_digest_and_the_command_that_trains_them() -> None:
+    from reground.tools.signals.ask_back import ASK_BACK_SHA256, ask_back_path
+
+    card = ask_back_path().with_name("ASK_BACK_CARD.md").read_text()
+    assert ASK_BACK_SHA256 in card and "python -m reground.evals.ask_back" in card
+
+
 def test_an_unresolved_reference_among_several_fitting_documents_reads_as_more_underspecified() -> None:
     model = shipped_ask_back()
     common = {"answerable": 0.2, "support": 1.0, "coverage": 0.5}
