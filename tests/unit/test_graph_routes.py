@@ -42,8 +42,14 @@ def context(hr_store_dir: str) -> Context:
         data_dir=hr_store_dir,
         groundedness={"max_reground_attempts": 2, "llm_judge_band": 1.0},
         refinement={"max_refine_iterations": 1, "quote_when_unchecked": False},
-        triage={"support_threshold": 0.0, "judge_hedge_threshold": 0.0, "judge_answer_threshold": 0.0},
-        # These routes are the written answer's loops, with no early abstention; test_triage.py tests the defaults.
+        triage={
+            "support_threshold": 0.0,
+            "judge_hedge_threshold": 0.0,
+            "judge_answer_threshold": 0.0,
+            "learned_ask_back": False,
+        },
+        # These routes are the written answer's loops, with no early abstention and no asking back (at a hedge
+        # threshold of 0 every reading counts as answering); test_triage.py tests the defaults.
         answer_style="write",
         # the loops' own fallbacks; the quote route has its own tests
     )
