@@ -424,7 +424,8 @@ class TriageSettings(Group):
         description=(
             "With the judge: also ask back when the ask-back model trained on MTRAG-UN dev's underspecified tasks "
             "finds the question too underspecified (out of fold: 33% of them asked back, 1.6% of answerable ones; "
-            "evals/results/judge/ask_back.json), naming the documents closest to it. Off: the readings rule alone."
+            "evals/results/judge/ask_back.json), naming the documents the judge reads as answering it (two at least). "
+            "Off: the readings rules alone."
         ),
     )
     reading_ratio: float = Field(

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from reground.tools.signals.judge import sigmoid
+from reground.tools.signals.judge import logistic
 from reground.tools.tuning.turn import TRIAGE
 
 ASK_BACK_FILE = "ask_back.json"
@@ -86,7 +86,7 @@ class AskBackModel:
     threshold: float
 
     def probability(self, row: np.ndarray) -> float:
-        return float(sigmoid(np.asarray((row - self.mean) / self.scale @ self.weights + self.bias)))
+        return float(logistic((self.weights, self.bias, self.mean, self.scale), row))
 
     def to_json(self) -> str:
         return json.dumps(
