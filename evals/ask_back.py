@@ -40,25 +40,18 @@ POSITIVE = "UNDERSPECIFIED"
 def collect(docs: Path, cases: Path, *, scoped: bool, held_out_only: bool | None = None) -> list[dict[str, Any]]:
     """Each case's features (and its label) as triage read them in the graph's final state, LLM-free."""
     from langgraph.checkpoint.memory import InMemorySaver
-    from reground.evals.answers import SCOPE_FIELD, case_scope, graph_messages
     from reground.evals.datasets import load_cases
     from reground.evals.llm_free import llm_free_graph
-    from reground.graph.builder import run_config
     from reground.tools.signals.answerability import readings, unresolved_references
 
     # The model's own decision off: a turn it would ask back must still read to its end, as it did before the model.
     run = llm_free_graph(docs, checkpointer=InMemorySaver(), overrides={"triage": {"learned_ask_back": False}})
-    graph, base = run.graph, run.context
+    base = run.context
     out = []
     for case in load_cases(cases, only_with_answer=not scoped):
         if held_out_only is not None and held_out(case.dial_id) != held_out_only:
             continue
-        run.model.reset()
-        scope = case_scope(case, SCOPE_FIELD if scoped else None)
-        context = base.with_(metadata_filter=scope) if scope else base
-        config = run_config(context, configurable={"thread_id": case.case_id})
-        graph.invoke({"messages": graph_messages(case)}, context=context, config=config)
-        state = graph.get_state(config).values
+        state = run.final_state(case, scoped=scoped)
         signals = state.get("signals", {})
         question, history = str(state.get("question", case.question)), list(state.get("history", []))
         row = ask_back_features(

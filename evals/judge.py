@@ -81,27 +81,20 @@ class TurnRows:
 def collect(docs: Path, cases: Path, *, scoped: bool, data_dir: str | None, limit: int | None) -> list[TurnRows]:
     """Run the graph LLM-free on each case and read its final passages as triage does, keeping the judge's inputs."""
     from langgraph.checkpoint.memory import InMemorySaver
-    from reground.evals.answers import SCOPE_FIELD, case_scope, graph_messages
     from reground.evals.datasets import load_cases
     from reground.evals.llm_free import llm_free_graph
-    from reground.graph.builder import run_config
     from reground.tools.services import Services
     from reground.tools.signals.answerability import coverage
     from reground.tools.signals.reading import read_turn
 
     run = llm_free_graph(docs, data_dir=data_dir, checkpointer=InMemorySaver(), overrides={"use_trained_judge": False})
-    model, graph, base = run.model, run.graph, run.context
+    base = run.context
     retriever = Services(store=run.store).retriever(base)
     weights = base.evidence_weights()
     out: list[TurnRows] = []
     selected = load_cases(cases, limit=limit, only_with_answer=not scoped)
     for n, case in enumerate(selected):
-        model.reset()
-        scope = case_scope(case, SCOPE_FIELD if scoped else None)
-        context = base.with_(metadata_filter=scope) if scope else base
-        config = run_config(context, configurable={"thread_id": case.case_id})
-        graph.invoke({"messages": graph_messages(case)}, context=context, config=config)
-        state = graph.get_state(config).values
+        state = run.final_state(case, scoped=scoped)
         passages = list(state.get("passages", []))
         asked = str(state.get("question", case.question))
         reading_question = str(state.get("standalone_question") or asked)

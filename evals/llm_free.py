@@ -21,6 +21,20 @@ class LlmFreeGraph:
     store: Any
     context: Any
 
+    def final_state(self, case: Any, *, scoped: bool) -> dict[str, Any]:
+        """One case run to its end in a thread of its own (scoped: within the collection the case names, as `eval
+        answers` runs it), and the graph's state after it: what triage read is there for a collector to keep. The
+        graph needs a checkpointer."""
+        from reground.evals.answers import SCOPE_FIELD, case_scope, graph_messages
+        from reground.graph.builder import run_config
+
+        self.model.reset()
+        scope = case_scope(case, SCOPE_FIELD if scoped else None)
+        context = self.context.with_(metadata_filter=scope) if scope else self.context
+        config = run_config(context, configurable={"thread_id": case.case_id})
+        self.graph.invoke({"messages": graph_messages(case)}, context=context, config=config)
+        return dict(self.graph.get_state(config).values)
+
 
 def llm_free_graph(
     docs: Path,

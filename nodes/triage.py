@@ -49,7 +49,8 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
     # A reply to the turn's own clarifying question is never asked back again.
     clarified = state.get("query_mode") == "clarified"
     references = [] if clarified else unresolved_references(state["question"], state.get("history", []))
-    found = readings(state.get("candidates", []), context.triage.reading_ratio) if references else []
+    near = readings(state.get("candidates", []), context.triage.reading_ratio)  # documents about as close as the best
+    found = near if references else []
     signals = {
         "support": round(supported, 4),
         "coverage": round(covered, 4),
@@ -77,8 +78,8 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         return {**update, "decision": "clarify", "options": options}
     if reading is not None and reading.answerable is not None:
         asked_back = (
-            learned_ask_back(state, references, found, signals, reading.answerable, env)
-            if context.use_clarify
+            learned_ask_back(state, references, near, found, signals, reading.answerable, env)
+            if context.use_clarify and not clarified
             else None
         )
         if asked_back is not None:
@@ -100,6 +101,7 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
 def learned_ask_back(
     state: State,
     references: list[str],
+    near: list[Reading],
     answering: list[Reading],
     signals: dict[str, float],
     answerable: float,
@@ -110,11 +112,10 @@ def learned_ask_back(
     reads as answering (for an opening pronoun, the best ones). Fewer than two is no choice to offer ("Police dog" and
     "Celtic Britons" for an Apple product): the judge's decision stands."""
     context = env.context
-    if not context.triage.learned_ask_back or state.get("query_mode") == "clarified":
-        return None  # a reply to the turn's own clarifying question is never asked back again
+    if not context.triage.learned_ask_back:
+        return None
     question, history = state["question"], state.get("history", [])
     candidates = state.get("candidates", [])
-    near = readings(candidates, context.triage.reading_ratio)
     model = env.services.ask_back()
     probability = model.probability(
         ask_back_features(
