@@ -1,5 +1,5 @@
 """LLM judges for evaluation: G-Eval 1-5 ratings, a Prometheus-style rubric scorer, a pairwise judge
-run in both orders, and ReGround's hallucination judge.
+run in both orders, ReGround's hallucination judge, and an answerability judge (do the passages state the answer).
 
 Any LangChain chat model can judge. Every judge asks for its verdict as one number and reads the model's
 probabilities of the valid numbers from the first token's log-probabilities (tools/adapters/choice.py), so no reply text
@@ -218,6 +218,22 @@ def hallucination(
     text = _context(history, question, passages) + "\n" + hallucination_prompt(answer)
     choice = _choose(model, text, (prompts.FAITHFUL, prompts.HALLUCINATED), stats)
     return Judgement.of(choice, choice.best == prompts.HALLUCINATED)
+
+
+def answerability(
+    model: BaseChatModel,
+    *,
+    history: Sequence[Mapping[str, str]],
+    question: str,
+    passages: Sequence[str],
+    stats: CallStats | None = None,
+) -> Judgement:
+    """Whether the passages state the answer to the question: True / False / None (unreadable);
+    `probabilities[ANSWERS]` is the model's probability of "they do", the score an AUC reads."""
+    stats = stats if stats is not None else CallStats()
+    text = _context(history, question, passages) + "\n" + prompts.ANSWERABILITY_TASK
+    choice = _choose(model, text, (prompts.DOES_NOT_ANSWER, prompts.ANSWERS), stats)
+    return Judgement.of(choice, choice.best == prompts.ANSWERS)
 
 
 # --- aggregation --------------------------------------------------------------------------------

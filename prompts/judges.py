@@ -201,3 +201,12 @@ Answer: {answer}
 
 Reply with the verdict number only, a single digit and nothing else: 1 if the answer \
 HALLUCINATES, 0 if it is FAITHFUL."""
+
+# --- Answerability: do the passages state the answer at all (measured as a feature, not used by the graph) --------
+
+ANSWERS, DOES_NOT_ANSWER = 1, 0
+
+ANSWERABILITY_TASK = """Do the passages state the answer to the user's last question? Text that is only \
+about the same topic does not count: the passages must say what the user asked for.
+
+Reply with one digit and nothing else: 1 if the passages state the answer, 0 if they do not."""
