@@ -11,6 +11,7 @@ from langchain_core.messages import BaseMessage
 from reground.evals.judges import (
     COVERAGE_FLOOR,
     PairwiseJudgement,
+    answerability,
     geval,
     hallucination,
     hallucination_prompt,
@@ -128,6 +129,18 @@ def test_hallucination_judge_reads_one_number_with_the_definition_and_examples()
     unread = hallucination(model, answer="25 days.", **CASE)
     assert unread.value is None and unread.coverage == pytest.approx(0.1) and unread.source == "logprobs"
     assert summarize_values([hallucinated.value, False, unread.value]) == {"mean": 0.5, "n": 2, "unparseable": 1}
+
+
+def test_answerability_judge_reads_the_probability_that_the_passages_state_the_answer() -> None:
+    model = _judge_model([{"1": 0.2, "0": 0.8}, {"1": 0.9, "0": 0.1}, {"Yes": 0.95, "1": 0.05}])
+    off_topic = answerability(model, history=[], question="How much is each class?", passages=["Open to 4:00 p.m."])
+    assert off_topic.value is False and off_topic.probabilities[judge_prompts.ANSWERS] == pytest.approx(0.2)
+    stated = answerability(model, **CASE)
+    assert stated.value is True and stated.probabilities[judge_prompts.ANSWERS] == pytest.approx(0.9)
+    assert answerability(model, **CASE).value is None  # a word, not a digit: unread, never guessed
+    prompt = str(model.calls[0][1][-1].content)
+    assert "How much is each class?" in prompt and "Open to 4:00 p.m." in prompt
+    assert prompt.rstrip().endswith("1 if the passages state the answer, 0 if they do not.")
 
 
 def test_an_endpoint_without_logprobs_is_read_from_the_leading_number() -> None:
