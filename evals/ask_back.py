@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 from reground.evals.datasets import held_out
-from reground.evals.judge import DOC2DIAL, FOLDS, MTRAG, auc, train_logistic
+from reground.evals.judge import DOC2DIAL, FOLDS, MTRAG, auc, task_fold, train_logistic
 from reground.tools.signals.ask_back import FEATURE_NAMES, AskBackModel, ask_back_features, ask_back_path
 from reground.tools.signals.judge import logistic
 
@@ -99,7 +99,7 @@ def train_and_measure(
     y = np.asarray([r["answerability"] == POSITIVE for r in mtrag], dtype=np.float64)
     negatives = np.asarray([r["features"] for r in doc2dial_train], dtype=np.float32).reshape(-1, x.shape[1])
     classes = [r["answerability"] for r in mtrag]
-    folds = np.asarray([int(hashlib.sha1(r["conversation"].encode()).hexdigest()[:8], 16) % FOLDS for r in mtrag])
+    folds = np.asarray([task_fold(r["conversation"]) for r in mtrag])
     out_of_fold = np.zeros(len(mtrag))
     for k in range(FOLDS):
         fit = folds != k

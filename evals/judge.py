@@ -218,6 +218,23 @@ def train_logistic(x: np.ndarray, y: np.ndarray) -> Head:
     return w.astype(np.float32), float(b), mean.astype(np.float32), scale.astype(np.float32)
 
 
+def task_fold(key: str) -> int:
+    """The cross-validation fold of an MTRAG-UN task (or conversation): its id's sha1 mod FOLDS, so a task keeps its
+    fold in every measurement that reads it."""
+    return int(hashlib.sha1(key.encode()).hexdigest()[:8], 16) % FOLDS
+
+
+def head_out_of_fold(inputs: np.ndarray, answerable: np.ndarray, folds: np.ndarray) -> np.ndarray:
+    """The answerability head's probability for each task from a head fitted on the other folds."""
+    from reground.tools.signals.judge import logistic
+
+    out = np.zeros(len(inputs))
+    for k in range(FOLDS):
+        fit = folds != k
+        out[~fit] = logistic(train_logistic(inputs[fit], answerable[fit]), inputs[~fit])
+    return out
+
+
 def auc(scores: Sequence[float], positives: Sequence[bool]) -> float:
     """Area under the ROC curve (ties count half)."""
     pos = [s for s, p in zip(scores, positives, strict=True) if p]
@@ -299,11 +316,8 @@ def train_and_measure(doc2dial: list[TurnRows], mtrag: list[TurnRows], weights_p
     judged = [t for t in mtrag if t.answerability in ("ANSWERABLE", "PARTIAL", "UNANSWERABLE")]
     rows = turn_feature_rows(judged)
     answerable = np.asarray([t.answerability != "UNANSWERABLE" for t in judged], dtype=np.float64)
-    folds = np.asarray([int(hashlib.sha1(t.case_id.encode()).hexdigest()[:8], 16) % FOLDS for t in judged])
-    out_of_fold = np.zeros(len(judged))
-    for k in range(FOLDS):
-        fit = folds != k
-        out_of_fold[~fit] = logistic(train_logistic(rows[fit], answerable[fit]), rows[~fit])
+    folds = np.asarray([task_fold(t.case_id) for t in judged])
+    out_of_fold = head_out_of_fold(rows, answerable, folds)
     head = train_logistic(rows, answerable)
     classes = [t.answerability for t in judged]
     hedge, answer = calibrated_thresholds(list(out_of_fold), classes)
@@ -423,16 +437,10 @@ def reader_head_out_of_fold(
     judged: Sequence[TurnRows], rows: np.ndarray, answerable: np.ndarray, folds: np.ndarray
 ) -> np.ndarray:
     """The answerability head with the reader's best logit as one more input, out of fold (measured, not shipped)."""
-    from reground.tools.signals.judge import logistic
 
     read = read_logits(judged)
     best = np.asarray([[float(read[t.case_id].max()) if len(t.texts) else -10.0] for t in judged], dtype=np.float32)
-    wider = np.hstack([rows, best])
-    out = np.zeros(len(judged))
-    for k in range(FOLDS):
-        fit = folds != k
-        out[~fit] = logistic(train_logistic(wider[fit], answerable[fit]), wider[~fit])
-    return out
+    return head_out_of_fold(np.hstack([rows, best]), answerable, folds)
 
 
 def save_turns(turns: Sequence[TurnRows], path: Path) -> None:

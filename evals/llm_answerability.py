@@ -16,7 +16,6 @@ task, so in the graph it could only run on the turns the head is unsure of.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import time
@@ -41,10 +40,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from reground.evals import judges
     from reground.evals.answers import load_eval_model
     from reground.evals.datasets import load_cases
-    from reground.evals.judge import FOLDS, auc, load_turns, train_logistic, turn_feature_rows
+    from reground.evals.judge import auc, head_out_of_fold, load_turns, task_fold, turn_feature_rows
     from reground.prompts import judges as prompts
     from reground.tools.adapters.chat import CallStats
-    from reground.tools.signals.judge import logistic, shipped_judge
+    from reground.tools.signals.judge import shipped_judge
 
     parser = argparse.ArgumentParser(prog="python -m reground.evals.llm_answerability", description=__doc__)
     parser.add_argument("--cache", type=Path, required=True, help="the folder `reground judge train --cache` wrote")
@@ -76,18 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     seconds = time.perf_counter() - started
 
     answerable = np.asarray([t.answerability != "UNANSWERABLE" for t in turns], dtype=np.float32)
-    folds = np.asarray([int(hashlib.sha1(t.case_id.encode()).hexdigest()[:8], 16) % FOLDS for t in turns])
+    folds = np.asarray([task_fold(t.case_id) for t in turns])
     llm = np.asarray([[log_odds(p)] for p in probabilities], dtype=np.float32)
     rows = turn_feature_rows(turns)
-
-    def out_of_fold(inputs: np.ndarray) -> np.ndarray:
-        out = np.zeros(len(turns))
-        for k in range(FOLDS):
-            fit = folds != k
-            out[~fit] = logistic(train_logistic(inputs[fit], answerable[fit]), inputs[~fit])
-        return out
-
-    head = out_of_fold(rows)
+    head = head_out_of_fold(rows, answerable, folds)
+    with_llm = head_out_of_fold(np.hstack([rows, llm]), answerable, folds)
     head_logit = np.log(head / (1.0 - head))
     positives = list(answerable > 0)
     summary: dict[str, Any] = {
@@ -97,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "seconds_per_task": round(seconds / max(1, len(turns)), 2),
         "auc_llm_alone": round(auc(list(llm[:, 0]), positives), 4),
         "auc_head": round(auc(list(head), positives), 4),
-        "auc_head_with_llm_input": round(auc(list(out_of_fold(np.hstack([rows, llm]))), positives), 4),
+        "auc_head_with_llm_input": round(auc(list(with_llm), positives), 4),
         "auc_head_logit_plus_weighted_llm": {
             str(w): round(auc(list(head_logit + w * llm[:, 0]), positives), 4) for w in LLM_WEIGHTS
         },

@@ -20,7 +20,6 @@ never runs it. On these 2 cores: about 4 minutes a fold.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import random
@@ -49,7 +48,7 @@ def _words(text: str) -> list[str]:
 def collect_tasks(cache: Path) -> list[dict[str, Any]]:
     """MTRAG-UN dev tasks as the judge's cache holds them: the reader's query, the sentences, their labels, the head's
     five inputs and the fold."""
-    from reground.evals.judge import FOLDS, load_turns, turn_feature_rows
+    from reground.evals.judge import load_turns, task_fold, turn_feature_rows
     from reground.tools.signals.reading import reader_query
 
     judged = [
@@ -67,7 +66,7 @@ def collect_tasks(cache: Path) -> list[dict[str, Any]]:
         tasks.append(
             {
                 "case_id": turn.case_id,
-                "fold": int(hashlib.sha1(turn.case_id.encode()).hexdigest()[:8], 16) % FOLDS,
+                "fold": task_fold(turn.case_id),
                 "answerable": answerable,
                 "query": reader_query(turn.question, turn.dialogue),
                 "texts": list(turn.texts),
@@ -80,14 +79,9 @@ def collect_tasks(cache: Path) -> list[dict[str, Any]]:
 
 def head_auc(inputs: np.ndarray, answerable: np.ndarray, folds: np.ndarray) -> float:
     """The answerability head's AUC out of fold, fitted as evals/judge.py fits it."""
-    from reground.evals.judge import FOLDS, auc, train_logistic
-    from reground.tools.signals.judge import logistic
+    from reground.evals.judge import auc, head_out_of_fold
 
-    out = np.zeros(len(answerable))
-    for k in range(FOLDS):
-        fit = folds != k
-        out[~fit] = logistic(train_logistic(inputs[fit], answerable[fit]), inputs[~fit])
-    return auc(list(out), list(answerable > 0))
+    return auc(list(head_out_of_fold(inputs, answerable, folds)), list(answerable > 0))
 
 
 def answer_mrr(tasks: Sequence[dict[str, Any]], key: str) -> float:
