@@ -11,14 +11,17 @@ import re
 
 from reground.tools.tuning.turn import EVIDENCE
 
-# A sentence ends at its punctuation or at a blank line (a paragraph's end); a single line break does not end one:
-# a heading line without punctuation ranks with the sentence it introduces (`reply_text` leaves it out of replies).
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+_MARKER = r"(?:[-*•]|\d{1,2}[.)])"  # a list item's marker: "*", "-", "•", "1.", "2)"
+# A sentence ends at its punctuation, at a blank line (a paragraph's end) or before a line that starts a list item;
+# another single line break does not end one: a heading line without punctuation ranks with the sentence it
+# introduces (`reply_text` leaves it out of replies).
+SENTENCE_END = re.compile(rf"(?<=[.!?])\s+|\n\s*\n|\n(?=[ \t]*{_MARKER}[ \t]+\S)")
 MIN_SENTENCE_WORDS = EVIDENCE.min_sentence_words  # shorter pieces ("Yes.", "See below.") are not evidence
 CITATION = re.compile(r"\s*\[(\d{1,2})\]")  # a citation mark and the space before it; group 1: the number
 
 
-_LIST_ITEM = re.compile(r"^\s*([-*•]|\d{1,2}[.)])\s+(?=\S)")  # a list item's marker: "* ", "- ", "• ", "1. ", "2) "
+_LIST_ITEM = re.compile(rf"^\s*{_MARKER}\s+(?=\S)")
+_ONLY_MARKER = re.compile(r"^\s*\d{1,2}[.)]$")  # "1." split off its item by the punctuation rule
 
 
 def is_list_item(text: str) -> bool:
@@ -44,6 +47,8 @@ def sentence_spans(text: str) -> list[tuple[int, int, str]]:
     start = 0
     for separator in [*SENTENCE_END.finditer(text), None]:
         end = separator.start() if separator is not None else len(text)
+        if separator is not None and _ONLY_MARKER.match(text[start:end]):
+            continue  # a numbered item's marker stays with its item ("1. Open the page.")
         sentence = normalised(text[start:end])
         if len(sentence.split()) >= MIN_SENTENCE_WORDS:
             out.append((start, end, sentence))
