@@ -358,3 +358,40 @@ def test_a_sentence_copied_with_its_pages_own_footnote_marker_is_quoted_word_for
         part for part, problems in hard_failures(draft, {}, passages, [page, other], env, verbatim=copied) if problems
     ]
     assert failures == [], "a copied sentence holds its own figures; '[2]' is the page's footnote"
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        "To create a key, complete these steps:\n1. Go to the Manage page.\n2. Click Create key.\n3. Name the key.",
+        "To create a key, complete these steps:\n\n1) Go to the Manage page.\n2) Click Create key.\n3) Name the key.",
+        "To create a key, complete these steps:\n* Go to the Manage page\n* Click Create key\n* Name the key",
+    ],
+)
+def test_a_how_to_reply_brings_the_numbered_or_bulleted_steps_its_sentence_announces(page: str) -> None:
+    """The sentence split kept a numbered item's marker with the sentence before it ("steps:\\n1." / "Go to the Manage
+    page."), so the announcing sentence no longer ended in a colon and the steps lost their markers: the reply was
+    the announcement alone. Each item's line now starts a sentence of its own, marker included."""
+    from reground.tools.signals.evidence import extractive_answer, rank_evidence
+    from reground.tools.text.sentences import is_list_item, text_sentences
+
+    sentences = text_sentences(page)
+    assert sentences[0] == "To create a key, complete these steps:"
+    assert len(sentences) == 4 and all(is_list_item(s) for s in sentences[1:])
+    passages = [Passage(chunk_id="c1", doc_id="keys", title="Keys", section="", url="", position=0, text=page, metadata={})]
+    text, _ = extractive_answer(rank_evidence("How do I create a key?", passages), 1)
+    assert text.startswith("To create a key, complete these steps:") and "Go to the Manage page" in text
+    assert "Name the key" in text
+
+
+def test_an_inline_numbered_list_keeps_each_items_marker_and_a_version_number_is_no_marker() -> None:
+    from reground.tools.text.sentences import is_list_item, text_sentences
+
+    inline = "1. [Plan the migration](https://x.example/a). 2. [Transfer your documents](https://x.example/b)."
+    assert text_sentences(inline) == [
+        "1. [Plan the migration](https://x.example/a).",
+        "2. [Transfer your documents](https://x.example/b).",
+    ]
+    prose = "We released version 2. Then the service moved to the new region."
+    assert text_sentences(prose) == ["We released version 2.", "Then the service moved to the new region."]
+    assert not any(is_list_item(s) for s in text_sentences(prose))
