@@ -31,7 +31,7 @@ from reground.tools.signals.scoring import token_f1
 
 # The shipped weights and their pinned digest (the model card beside them says how they were trained).
 JUDGE_FILE = "judge.npz"
-JUDGE_SHA256 = "fb9e7f3a245ef6f9130530ce1f85b66e44bc52454b1ac027a14cc7eb4a804e00"
+JUDGE_SHA256 = "83da802311d4f6e43f1b554945f96869bcce5a980f0f44583d87dcedac334098"
 
 # --- what a question asks for, what a sentence holds --------------------------------------------------------------
 # Features of a learned model (their weights are trained), not decisions: each says what kind of answer a question

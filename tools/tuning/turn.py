@@ -76,8 +76,8 @@ class Triage:
     # The judge's answerability: answer at or above the first, hedge between, abstain below the second; calibrated
     # out of fold on MTRAG-UN dev (at most 3% of answerable tasks abstain, at most 20% of unanswerable ones answered
     # confidently; evals/results/judge/summary.json).
-    judge_answer_threshold: float = 0.7919
-    judge_hedge_threshold: float = 0.3002
+    judge_answer_threshold: float = 0.7914
+    judge_hedge_threshold: float = 0.2986
 
 
 @dataclass(frozen=True)
