@@ -30,7 +30,7 @@ from reground.tools.signals.judge import logistic
 from reground.tools.tuning.turn import TRIAGE
 
 ASK_BACK_FILE = "ask_back.json"
-ASK_BACK_SHA256 = "1d2f2a085805a30fad6cdecb3aa5577e71a31f6354179c68265138217f0805b1"
+ASK_BACK_SHA256 = "8ce4b922dc2c1e026b924c8c583ef089a541668f269818ac2aa37547af50b0df"
 
 # A word that points at something: a determiner or a pronoun (a feature of a learned model, not a decision).
 _POINTER = re.compile(r"\b(this|that|these|those|the|it|its|they|them|their|he|she|him|her|his)\b", re.I)
