@@ -378,7 +378,9 @@ def test_a_how_to_reply_brings_the_numbered_or_bulleted_steps_its_sentence_annou
     sentences = text_sentences(page)
     assert sentences[0] == "To create a key, complete these steps:"
     assert len(sentences) == 4 and all(is_list_item(s) for s in sentences[1:])
-    passages = [Passage(chunk_id="c1", doc_id="keys", title="Keys", section="", url="", position=0, text=page, metadata={})]
+    passages = [
+        Passage(chunk_id="c1", doc_id="keys", title="Keys", section="", url="", position=0, text=page, metadata={})
+    ]
     text, _ = extractive_answer(rank_evidence("How do I create a key?", passages), 1)
     assert text.startswith("To create a key, complete these steps:") and "Go to the Manage page" in text
     assert "Name the key" in text
