@@ -218,6 +218,17 @@ def train_logistic(x: np.ndarray, y: np.ndarray) -> Head:
     return w.astype(np.float32), float(b), mean.astype(np.float32), scale.astype(np.float32)
 
 
+def judged_tasks(turns: Iterable[TurnRows]) -> list[TurnRows]:
+    """The MTRAG-UN tasks the answerability head is fitted and measured on: those labelled answerable, partial or
+    unanswerable (underspecified ones are the ask-back model's)."""
+    return [t for t in turns if t.answerability in ("ANSWERABLE", "PARTIAL", "UNANSWERABLE")]
+
+
+def answerable_labels(turns: Sequence[TurnRows]) -> np.ndarray:
+    """1 for an answerable or partial task, 0 for an unanswerable one: what the head learns and the AUC reads."""
+    return np.asarray([t.answerability != "UNANSWERABLE" for t in turns], dtype=np.float64)
+
+
 def task_fold(key: str) -> int:
     """The cross-validation fold of an MTRAG-UN task (or conversation): its id's sha1 mod FOLDS, so a task keeps its
     fold in every measurement that reads it."""
@@ -313,9 +324,9 @@ def train_and_measure(doc2dial: list[TurnRows], mtrag: list[TurnRows], weights_p
 
     # Answerability: MTRAG-UN dev tasks (one per conversation), 5-fold cross-validation by task, reported out of
     # fold; the shipped head is then fitted on all of them.
-    judged = [t for t in mtrag if t.answerability in ("ANSWERABLE", "PARTIAL", "UNANSWERABLE")]
+    judged = judged_tasks(mtrag)
     rows = turn_feature_rows(judged)
-    answerable = np.asarray([t.answerability != "UNANSWERABLE" for t in judged], dtype=np.float64)
+    answerable = answerable_labels(judged)
     folds = np.asarray([task_fold(t.case_id) for t in judged])
     out_of_fold = head_out_of_fold(rows, answerable, folds)
     head = train_logistic(rows, answerable)

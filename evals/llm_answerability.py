@@ -40,7 +40,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from reground.evals import judges
     from reground.evals.answers import load_eval_model
     from reground.evals.datasets import load_cases
-    from reground.evals.judge import auc, head_out_of_fold, load_turns, task_fold, turn_feature_rows
+    from reground.evals.judge import (
+        answerable_labels,
+        auc,
+        head_out_of_fold,
+        judged_tasks,
+        load_turns,
+        task_fold,
+        turn_feature_rows,
+    )
     from reground.prompts import judges as prompts
     from reground.tools.adapters.chat import CallStats
     from reground.tools.signals.judge import shipped_judge
@@ -53,9 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     cases = {c.case_id: c for c in load_cases(args.cases)}
-    turns = [
-        t for t in load_turns(args.cache / "mtrag.npz") if t.answerability in ("ANSWERABLE", "PARTIAL", "UNANSWERABLE")
-    ]
+    turns = judged_tasks(load_turns(args.cache / "mtrag.npz"))
     judge, model, stats = shipped_judge(), load_eval_model(args.model, max_tokens=1), CallStats()
     started = time.perf_counter()
     probabilities: list[float] = []
@@ -74,13 +80,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         probabilities.append(verdict.probabilities.get(prompts.ANSWERS, 0.0))
     seconds = time.perf_counter() - started
 
-    answerable = np.asarray([t.answerability != "UNANSWERABLE" for t in turns], dtype=np.float32)
+    answerable = answerable_labels(turns)
     folds = np.asarray([task_fold(t.case_id) for t in turns])
     llm = np.asarray([[log_odds(p)] for p in probabilities], dtype=np.float32)
     rows = turn_feature_rows(turns)
     head = head_out_of_fold(rows, answerable, folds)
     with_llm = head_out_of_fold(np.hstack([rows, llm]), answerable, folds)
-    head_logit = np.log(head / (1.0 - head))
+    head_logit = np.asarray([log_odds(p) for p in head])
     positives = list(answerable > 0)
     summary: dict[str, Any] = {
         "model": args.model,

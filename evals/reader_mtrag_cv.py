@@ -48,12 +48,10 @@ def _words(text: str) -> list[str]:
 def collect_tasks(cache: Path) -> list[dict[str, Any]]:
     """MTRAG-UN dev tasks as the judge's cache holds them: the reader's query, the sentences, their labels, the head's
     five inputs and the fold."""
-    from reground.evals.judge import load_turns, task_fold, turn_feature_rows
+    from reground.evals.judge import judged_tasks, load_turns, task_fold, turn_feature_rows
     from reground.tools.signals.reading import reader_query
 
-    judged = [
-        t for t in load_turns(cache / "mtrag.npz") if t.answerability in ("ANSWERABLE", "PARTIAL", "UNANSWERABLE")
-    ]
+    judged = judged_tasks(load_turns(cache / "mtrag.npz"))
     tasks = []
     for turn, row in zip(judged, turn_feature_rows(judged), strict=True):
         answer = set(_words(turn.gold_answer))
