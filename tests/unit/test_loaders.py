@@ -1,4 +1,5 @@
-"""The HTML and PDF loaders: every piece of text once, in reading order, headings kept as sections."""
+"""The HTML and PDF loaders: every piece of text once, in reading order, headings kept as sections, an HTML page's
+structure (lists, tables, code) kept as the markdown that says it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from reground.tools.text.loaders import html_text, load_paths
 
 def test_nested_list_items_and_paragraphs_are_extracted_once() -> None:
     _, text = html_text("<ul><li><p>Apply through the portal.</p></li><li>Tell your manager.</li></ul>")
-    assert text == "Apply through the portal.\n\nTell your manager."
+    assert text == "- Apply through the portal.\n- Tell your manager."
 
 
 def test_nested_blocks_keep_reading_order_and_each_text_once() -> None:
@@ -37,13 +38,9 @@ def test_nested_blocks_keep_reading_order_and_each_text_once() -> None:
     assert text.split("\n\n") == [
         "# Annual leave",
         "Intro bold text.",
-        "Step one",
-        "Sub step link",
-        "after sub",
-        "Step two",
-        "Cell A",
-        "Cell B",
-        "# Carry-over",
+        "1. Step one\n    - Sub step link\n    after sub\n2. Step two",
+        "| Cell A | Cell B |\n|---|---|",
+        "## Carry-over",
         "Five days.",
     ]
     for hidden in ("Home", "Contact", "hidden", "a comment", "color"):

@@ -90,8 +90,14 @@ def chunk_vectors(embedder: Embedder, chunks: Sequence[Chunk]) -> tuple[np.ndarr
     `text.sentences.sentence_spans`): kept at ingest so a turn does not embed passage sentences again."""
     if not chunks:
         return np.zeros((0, embedder.dimension), dtype=np.float32), []
-    texts = [c["text"] for c in chunks]
-    spans = [[(start, end) for start, end, _ in sentence_spans(text)] for text in texts]
+    # A chunk is embedded under its heading path ("Dependencies > Global dependencies"): what the section is about
+    # is often said only there. Its units' spans are read from the same forward pass, shifted past the path.
+    heads = [f"{c['section']}\n" if c.get("section") else "" for c in chunks]
+    texts = [head + c["text"] for head, c in zip(heads, chunks, strict=True)]
+    spans = [
+        [(len(head) + start, len(head) + end) for start, end, _ in sentence_spans(c["text"])]
+        for head, c in zip(heads, chunks, strict=True)
+    ]
     vectors, sentences = embed_passages_with_spans(embedder, texts, spans)
     return vectors, [pack_sentence_vectors(rows) if len(rows) else None for rows in sentences]
 

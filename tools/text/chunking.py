@@ -6,6 +6,8 @@ import hashlib
 import re
 
 from reground.tools.text.loaders import Document
+from reground.tools.text.markdown import looks_like_markdown
+from reground.tools.text.markdown_chunks import LINKS_FIELD, VARIANT_FIELD, structured_pieces
 from reground.tools.text.tokens import count_tokens
 from reground.tools.tuning.stores import INGEST
 from reground.tools.types import Chunk
@@ -87,6 +89,8 @@ def chunk_document(doc: Document, *, max_tokens: int = DEFAULT_MAX_TOKENS, overl
     """
     if max_tokens < INGEST.min_chunk_tokens:
         raise ValueError(f"max_tokens must be at least {INGEST.min_chunk_tokens}")
+    if looks_like_markdown(doc.text, doc.source or doc.doc_id):
+        return _structured_chunks(doc, max_tokens)
     packed: list[tuple[str, str]] = []
     for section, paragraph in _paragraphs(doc.text):
         for piece in _split_long(paragraph, max_tokens) if _budget_tokens(paragraph) > max_tokens else [paragraph]:
@@ -115,6 +119,32 @@ def chunk_document(doc: Document, *, max_tokens: int = DEFAULT_MAX_TOKENS, overl
                 position=position,
                 text=body,
                 metadata=dict(doc.metadata),
+            )
+        )
+    return chunks
+
+
+def _structured_chunks(doc: Document, max_tokens: int) -> list[Chunk]:
+    """A markdown (or HTML-derived) page chunked by its structure (text/markdown_chunks.py)."""
+    chunks: list[Chunk] = []
+    for position, (section, variant, text, links) in enumerate(
+        structured_pieces(doc.text, doc.title, max_tokens, _budget_tokens)
+    ):
+        metadata = dict(doc.metadata)
+        if variant:
+            metadata[VARIANT_FIELD] = variant
+        if links:
+            metadata[LINKS_FIELD] = " ".join(links)
+        chunks.append(
+            Chunk(
+                chunk_id=chunk_id_for(doc.doc_id, position, text),
+                doc_id=doc.doc_id,
+                title=doc.title,
+                section=section,
+                url=doc.url,
+                position=position,
+                text=text,
+                metadata=metadata,
             )
         )
     return chunks

@@ -155,44 +155,14 @@ def _title_from_markdown(text: str, fallback: str) -> str:
     return fallback
 
 
-# Elements that start a block of text. A string belongs to its nearest block ancestor only, so nested
-# blocks (`<li><p>X</p></li>`, a list inside a list item, a table inside a div) yield each text once.
-# A walker over BeautifulSoup (already a dependency) rather than a text-extraction library such as html-text:
-# the chunker needs headings marked as sections ('# '), and plain-text extractors drop that mark.
-_BLOCKS = frozenset(
-    {"h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "td", "th", "pre", "blockquote", "dt", "dd", "caption"}
-    | {"figcaption", "div", "section", "article", "main", "header", "aside", "body", "html", "table", "tr"}
-    | {"ul", "ol", "dl", "form", "address", "details", "summary"}
-)
-_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
-
-
 def html_text(markup: str, fallback_title: str = "") -> tuple[str, str]:
-    """(title, text) of an HTML page: one paragraph per block of text, headings as markdown '# '."""
-    from bs4 import BeautifulSoup, NavigableString
+    """(title, text) of an HTML page as markdown: headings, paragraphs, fenced code, lists, tables, admonitions and
+    tabs (text/html_markdown.py), so it is chunked by its structure like a markdown page."""
     from reground.tools.text.hidden import strip_hidden
+    from reground.tools.text.html_markdown import html_markdown
 
-    soup = BeautifulSoup(strip_hidden(markup), "html.parser")  # text a reader does not see is not content
-    for tag in soup(["script", "style", "nav", "footer", "noscript", "template"]):
-        tag.decompose()
-    title = soup.title.get_text(strip=True) if soup.title else ""
-    segments: list[tuple[Any, list[str]]] = []
-    for string in soup.find_all(string=True):
-        if type(string) is not NavigableString or not string.strip():
-            continue  # comments, doctypes, CDATA; whitespace between tags
-        if any(parent.name in ("head", "title") for parent in string.parents):
-            continue
-        block = next((parent for parent in string.parents if parent.name in _BLOCKS), None)
-        if segments and segments[-1][0] is block:
-            segments[-1][1].append(string.strip())
-        else:
-            segments.append((block, [string.strip()]))
-    blocks = []
-    for block, strings in segments:
-        text = " ".join(" ".join(strings).split())
-        name = getattr(block, "name", "")
-        blocks.append("# " + text if name in _HEADINGS else text)
-    return title or fallback_title, "\n\n".join(blocks)
+    title, text = html_markdown(strip_hidden(markup))  # text a reader does not see is not content
+    return title or fallback_title, text
 
 
 def _load_html(path: Path) -> tuple[str, str]:

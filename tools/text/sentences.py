@@ -35,14 +35,31 @@ def without_list_marker(text: str) -> str:
 
 
 def normalised(text: str) -> str:
-    """Whitespace collapsed within each line; line breaks kept (they mark headings)."""
-    return "\n".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
+    """Whitespace collapsed within each line; line breaks kept (they mark headings); a code block's lines verbatim."""
+    out: list[str] = []
+    in_code = False
+    for line in text.splitlines():
+        fence = bool(_FENCE_LINE.match(line))
+        if in_code or fence:
+            out.append(line.rstrip())
+            in_code = in_code != fence
+        elif line.strip():
+            out.append(" ".join(line.split()))
+    return "\n".join(out)
 
 
-def sentence_spans(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, sentence) of every sentence of at least three words: the one sentence split of evidence, used
-    at ingest (sentence vectors kept per chunk) and at query time alike; `sentence` is whitespace-normalised
-    within its lines."""
+# A structured block of a page (text/markdown.py): a fenced code block, or a table's rows. It is never cut into
+# sentences; it belongs to the sentence that introduces it (the last one before it in the same passage), or stands
+# alone when nothing does. Either way it is one *answer unit*.
+_FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})")
+_STRUCTURED = re.compile(
+    r"(?:^|(?<=\n))(?P<fence>`{3,}|~{3,})[^\n]*\n.*?\n(?P=fence)[ \t]*(?=\n|$)|(?:^|(?<=\n))(?:\|[^\n]*\|[ \t]*(?:\n|$))+",
+    re.S,
+)
+
+
+def _prose_spans(text: str, offset: int) -> list[tuple[int, int, str]]:
+    """Every piece of prose between sentence ends, short ones included (the caller drops those)."""
     out: list[tuple[int, int, str]] = []
     start = 0
     for separator in [*SENTENCE_END.finditer(text), None]:
@@ -50,11 +67,50 @@ def sentence_spans(text: str) -> list[tuple[int, int, str]]:
         if separator is not None and _ONLY_MARKER.match(text[start:end]):
             continue  # a numbered item's marker stays with its item ("1. Open the page.")
         sentence = normalised(text[start:end])
-        if len(sentence.split()) >= MIN_SENTENCE_WORDS:
-            out.append((start, end, sentence))
+        if sentence:
+            out.append((offset + start, offset + end, sentence))
         if separator is not None:
             start = separator.end()
     return out
+
+
+def _long_enough(span: tuple[int, int, str]) -> bool:
+    return len(span[2].split()) >= MIN_SENTENCE_WORDS or has_structure(span[2])
+
+
+def sentence_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, unit) of every answer unit: a sentence of at least three words, or a sentence (of any length:
+    "Run:") with the code block or table it introduces (a structured block right after it, only blank lines
+    between), or such a block alone. The one split of evidence, used at ingest (vectors kept per unit) and at query
+    time alike; a unit's prose is whitespace-normalised within its lines, its code kept verbatim."""
+    out: list[tuple[int, int, str]] = []
+    cursor = 0
+    for block in [*_STRUCTURED.finditer(text), None]:
+        prose_end = block.start() if block is not None else len(text)
+        out.extend(_prose_spans(text[cursor:prose_end], cursor))
+        if block is None:
+            break
+        body = block.group(0).strip("\n")
+        if out and out[-1][1] <= block.start() and not text[out[-1][1] : block.start()].strip():
+            start, _, sentence = out[-1]
+            out[-1] = (start, block.end(), f"{sentence}\n{body}")
+        else:
+            out.append((block.start(), block.end(), body))
+        cursor = block.end()
+    return [span for span in out if _long_enough(span)]
+
+
+def has_structure(unit: str) -> bool:
+    """Whether an answer unit holds a code block or a table (what answers "how do I ...")."""
+    return bool(_STRUCTURED.search(unit))
+
+
+def split_unit(unit: str) -> tuple[str, str]:
+    """(prose, structured part) of an answer unit: the sentence and the code block or table it introduces."""
+    match = _STRUCTURED.search(unit)
+    if match is None:
+        return unit, ""
+    return unit[: match.start()].strip(), unit[match.start() :].strip("\n")
 
 
 def text_sentences(text: str) -> list[str]:

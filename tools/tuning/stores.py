@@ -69,6 +69,12 @@ class Ingest:
     # and the least a caller may ask for (fewer splits sentences).
     chunk_tokens: int = 160
     min_chunk_tokens: int = 16
+    # A structured page's unit (a sentence with the code block, list or table it introduces) is never split up to
+    # this many chunk budgets; a longer code block is cut at blank lines into parts of that size.
+    max_unit_chunks: int = 3
+    code_cut_slack: float = 1.5  # a code part may grow to this many budgets while it waits for a blank line to cut at
+    # Link targets a chunk keeps in its metadata (the citation shows them; the text keeps the links' words).
+    max_chunk_links: int = 8
     # A one-document file larger than this is refused: a 50 MB text file took 150 s and 1.8 GB to index.
     max_file_bytes: int = 16 * 2**20
     # From this size on, reading a file says so on the progress callback.

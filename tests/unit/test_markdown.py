@@ -1,0 +1,157 @@
+"""Structure-aware ingest of documentation pages: markup normalised for reading, code/lists/tables kept whole with the
+sentence that introduces them, heading paths and variants carried by chunks, answer units, code cut to what matters."""
+
+from __future__ import annotations
+
+import pytest
+from reground.tools.text.chunking import chunk_document
+from reground.tools.text.code_blocks import indent_code_blocks, trim_code_blocks
+from reground.tools.text.loaders import Document, html_text
+from reground.tools.text.markdown import looks_like_markdown, normalise_inline, parse_markdown
+from reground.tools.text.sentences import has_structure, sentence_spans, split_unit, text_sentences
+
+PAGE = '''---
+title: Query parameters
+---
+# Query Parameters { #query-parameters }
+
+Read the [tutorial](../tutorial/index.md#start) first, see @[Query] and [the API][api-ref].
+
+## Optional parameters { #optional }
+
+To make `q` optional, give it a default of `None`:
+
+```python
+@app.get("/items/")
+async def read_items(q: str | None = None):
+    return {"q": q}
+```
+
+/// tip | Good to know
+
+FastAPI knows `q` is optional because of the **default** value.
+
+///
+
+!!! warning
+
+    Do not use a *mutable* default.
+
+=== "Python"
+
+    Install it with `pip install fastapi`.
+
+=== "JavaScript"
+
+    Install it with `npm install fastapi-js`.
+
+:::js
+The JS client needs `createClient()`.
+:::
+
+| Flag | Meaning |
+|------|---------|
+| `--reload` | restart on change |
+'''
+
+
+def _doc(text: str = PAGE, doc_id: str = "docs/query.md") -> Document:
+    return Document(doc_id=doc_id, title="Query Parameters", text=text, url="https://example.org/query/")
+
+
+def test_inline_markup_becomes_text_and_keeps_code_spans_and_link_targets() -> None:
+    text, links = normalise_inline(
+        'See [the guide](../a.md#b "t"), @[APIRouter], [ref][x], <abbr title="Application">API</abbr>, '
+        "**bold** and *em*, ![logo](img.png) `Query(max_length=50)` { #anchor }"
+    )
+    assert text == "See the guide, APIRouter, ref, API, bold and em, `Query(max_length=50)`"
+    assert links == ("../a.md#b",)
+
+
+def test_blocks_carry_heading_path_admonition_labels_and_variants() -> None:
+    blocks = parse_markdown(PAGE)
+    kinds = [(b.kind, b.variant) for b in blocks]
+    assert ("code", "") in kinds and ("table", "") in kinds
+    paragraphs = {b.text: b for b in blocks if b.kind == "paragraph"}
+    assert "Good to know: FastAPI knows `q` is optional because of the default value." in paragraphs
+    assert "Warning: Do not use a mutable default." in paragraphs
+    assert paragraphs["Install it with `pip install fastapi`."].variant == "Python"
+    assert paragraphs["Install it with `npm install fastapi-js`."].variant == "JavaScript"
+    assert paragraphs["The JS client needs `createClient()`."].variant == "JavaScript"
+    code = next(b for b in blocks if b.kind == "code")
+    assert code.path == ("Query Parameters", "Optional parameters")
+    assert code.text.startswith("```python\n@app.get") and "    return {\"q\": q}" in code.text
+    assert not any("title:" in b.text or "{ #" in b.text for b in blocks)
+
+
+def test_chunks_keep_the_code_with_its_sentence_and_carry_section_and_variant() -> None:
+    chunks = chunk_document(_doc(), max_tokens=40)
+    with_code = next(c for c in chunks if "```python" in c["text"])
+    assert with_code["text"].startswith("To make `q` optional, give it a default of `None`:\n\n```python")
+    assert with_code["text"].count("```") == 2  # never split
+    assert with_code["section"] == "Optional parameters"  # the page's title is not repeated in the path
+    variants = {c["metadata"].get("variant") for c in chunks}
+    assert {"Python", "JavaScript"} <= variants
+    assert any("../tutorial/index.md#start" in c["metadata"].get("links", "") for c in chunks)
+    assert not any("](" in c["text"] or "///" in c["text"] or "!!!" in c["text"] or "===" in c["text"] for c in chunks)
+
+
+def test_a_long_code_block_is_cut_at_blank_lines_into_marked_parts() -> None:
+    body = "\n\n".join(f"def handler_{i}(request):\n    return compute_{i}(request.value)" for i in range(60))
+    chunks = chunk_document(_doc(f"# Title\n\nThe handlers:\n\n```python\n{body}\n```\n"), max_tokens=40)
+    assert len(chunks) > 2
+    assert all(c["text"].count("```") == 2 for c in chunks)
+    assert chunks[0]["text"].startswith("The handlers:")
+    assert all(c["text"].startswith("(continued)") for c in chunks[1:])
+
+
+def test_plain_text_keeps_the_paragraph_chunker() -> None:
+    plain = "Know your rights\nThe office regulates all shops. You must register.\n\nThe complaint process\nA rep calls."
+    assert not looks_like_markdown(plain, "policy.txt")
+    assert looks_like_markdown(PAGE) and looks_like_markdown("x", "a.md")
+    (chunk,) = chunk_document(Document("p", "Policy", plain), max_tokens=160)
+    assert "Know your rights\nThe office" in chunk["text"]
+
+
+def test_a_unit_is_a_sentence_with_the_code_or_table_it_introduces() -> None:
+    text = "Install it first.\n\nRun this:\n\n```console\n$ uv add  --dev pytest\n```\n\nThen test it now.\n\n| a | b |\n|---|---|"
+    units = text_sentences(text)
+    assert units == [
+        "Install it first.",
+        "Run this:\n```console\n$ uv add  --dev pytest\n```",  # code verbatim, double space kept
+        "Then test it now.\n| a | b |\n|---|---|",
+    ]
+    assert [has_structure(u) for u in units] == [False, True, True]
+    assert split_unit(units[1]) == ("Run this:", "```console\n$ uv add  --dev pytest\n```")
+    spans = sentence_spans(text)
+    assert text[spans[1][0] : spans[1][1]].endswith("```")
+    assert text_sentences("```python\nx = 1\n```\n\nThen run it now.")[0] == "```python\nx = 1\n```"
+
+
+def test_a_long_code_block_in_a_reply_keeps_the_lines_that_matter() -> None:
+    lines = [f"    value_{i} = compute({i})" for i in range(30)]
+    lines[20] = "    limit = Query(max_length=50)"
+    reply = "Set `max_length` in `Query`:\n```python\ndef read():\n" + "\n".join(lines) + "\n```"
+    trimmed = trim_code_blocks(reply, ["how do I cap it at 50 chars?", reply.split("\n")[0]], max_lines=6)
+    assert "limit = Query(max_length=50)" in trimmed
+    assert "    ..." in trimmed and trimmed.count("\n") < reply.count("\n")
+    assert trimmed.startswith("Set `max_length` in `Query`:\n```python") and trimmed.endswith("```")
+    short = "Run:\n```console\n$ uv sync\n```"
+    assert trim_code_blocks(short, ["sync"], max_lines=6) == short
+    assert indent_code_blocks(short) == "Run:\n    $ uv sync"
+
+
+def test_rendered_html_keeps_code_admonitions_and_tabs() -> None:
+    markup = """<html><body><h1>Install</h1><p>Run the <a href="/x">installer</a>:</p>
+    <div class="highlight-console"><pre>$ curl -LsSf https://example.org/install.sh | sh</pre></div>
+    <div class="admonition note"><p class="admonition-title">Note</p><p>Needs <code>curl</code>.</p></div>
+    <ul role="tablist"><li role="tab">Linux</li><li role="tab">Windows</li></ul>
+    <div role="tabpanel"><p>Use the shell script.</p></div><div role="tabpanel"><p>Use PowerShell.</p></div>
+    </body></html>"""
+    _, text = html_text(markup)
+    chunks = chunk_document(Document("install.html", "Install", text), max_tokens=60)
+    joined = "\n\n".join(c["text"] for c in chunks)
+    assert "Run the installer:\n\n```console\n$ curl -LsSf https://example.org/install.sh | sh\n```" in joined
+    assert "Note: Needs `curl`." in joined
+    by_variant = {c["metadata"].get("variant"): c["text"] for c in chunks}
+    assert by_variant["Linux"] == "Use the shell script." and by_variant["Windows"] == "Use PowerShell."

@@ -1,0 +1,95 @@
+"""Code blocks in replies: cut a long one to the lines that matter, and show code as code in a terminal.
+
+A page's example often holds a whole file (imports, models, three endpoints) while the question is about one call in
+it. A reply keeps the lines that carry what the question and the unit's own sentence name (their code spans and
+content words), with the line before each (a decorator, the `def` a parameter sits in), and marks each cut with a
+`...` line; a block of at most `max_lines` lines stays whole.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from reground.tools.text.lexical import lexical_tokens
+from reground.tools.tuning.turn import EVIDENCE
+
+CUT_MARK = "..."  # a cut in a code block (Python's own ellipsis; reads as "more here" in any language)
+_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w.-]*[\w]|\d+(?:\.\d+)*|--?[\w-]+")
+
+
+def code_terms(text: str) -> set[str]:
+    """What a sentence names as code: its `code spans` and the identifiers, flags and numbers inside them."""
+    out: set[str] = set()
+    for span in _CODE_SPAN.findall(text):
+        out.add(span.strip().lower())
+        out.update(m.lower() for m in _IDENTIFIER.findall(span) if len(m) > 1)
+    return out
+
+
+def _line_score(line: str, terms: set[str], words: set[str]) -> int:
+    lowered = line.lower()
+    named = sum(1 for term in terms if term and term in lowered)
+    said = len(words & set(lexical_tokens(line)))
+    return 2 * named + said
+
+
+def trim_code(code_lines: list[str], terms: set[str], words: set[str], max_lines: int) -> list[str]:
+    """The lines of one code block's body that matter (see the module docstring), cuts marked."""
+    if len(code_lines) <= max_lines:
+        return code_lines
+    scores = [_line_score(line, terms, words) for line in code_lines]
+    best = sorted(range(len(code_lines)), key=lambda i: (-scores[i], i))
+    keep: set[int] = set()
+    for i in best:
+        if scores[i] <= 0 or len(keep) >= max_lines:
+            break
+        keep.update(j for j in (i - 1, i) if j >= 0 and code_lines[j].strip())
+    if not keep:
+        keep = set(range(max_lines))
+    out: list[str] = []
+    for i, line in enumerate(code_lines):
+        if i in keep:
+            out.append(line)
+        elif not out or out[-1].strip() != CUT_MARK:
+            following = next((code_lines[k] for k in sorted(keep) if k > i), "")
+            out.append(following[: len(following) - len(following.lstrip())] + CUT_MARK)
+    return out
+
+
+def trim_code_blocks(text: str, context: Iterable[str], max_lines: int = EVIDENCE.max_code_lines) -> str:
+    """Every code block of a reply cut to the lines that matter to `context` (the question and the reply's own
+    sentences): their code spans and content words."""
+    context = list(context)
+    terms = set().union(*(code_terms(t) for t in context)) if context else set()
+    words = set(lexical_tokens(" ".join(context)))
+    out: list[str] = []
+    body: list[str] | None = None
+    for line in text.split("\n"):
+        if body is None:
+            out.append(line)
+            if _FENCE.match(line):
+                body = []
+        elif _FENCE.match(line):
+            out.extend(trim_code(body, terms, words, max_lines))
+            out.append(line)
+            body = None
+        else:
+            body.append(line)
+    if body is not None:
+        out.extend(body)
+    return "\n".join(out)
+
+
+def indent_code_blocks(text: str, indent: str = "    ") -> str:
+    """A reply for a terminal: each fenced block's lines indented, the fences themselves left out."""
+    out: list[str] = []
+    inside = False
+    for line in text.split("\n"):
+        if _FENCE.match(line):
+            inside = not inside
+            continue
+        out.append(f"{indent}{line}" if inside else line)
+    return "\n".join(out)
