@@ -32,6 +32,7 @@ from reground.tools.signals.evidence import (
 )
 from reground.tools.signals.injection import answerable_evidence
 from reground.tools.signals.scoring import majority_best, principle_scores
+from reground.tools.text.code_blocks import trim_code_blocks
 from reground.tools.text.sentences import sentence_parts, strip_citations
 from reground.tools.tuning.models import CHAT
 from reground.tools.tuning.turn import EVIDENCE, TRIAGE
@@ -146,7 +147,10 @@ def extracted_sentences(
 ) -> tuple[str, list[int]]:
     """The reply an extract-style answer gives at a length (measured on doc2dial and MTRAG-UN dev: evals/README.md).
     'conversation': about as many words as the assistant's replies so far (their median); a first turn, with no
-    reply before it, is answered as 'sentence'."""
+    reply before it, is answered as 'sentence'. Units the unit ranker ranked (documentation with code): the best
+    `unit_reply_units` from any passage, whatever the length."""
+    if evidence and evidence[0].unit_score is not None:
+        return extractive_answer(evidence, EVIDENCE.unit_reply_units, 0.0)
     target = reply_words(history) if length == "conversation" else 0.0
     if length == "conversation" and not target:
         length = "sentence"
@@ -176,6 +180,7 @@ def extracted(
         evidence, passages
     )  # a flagged sentence never answers alone (tools/signals/injection.py)
     text, helpful = extracted_sentences(evidence, context.answer_length, state.get("history", []))
+    text = trim_code_blocks(text, [question_of(state), text], context.evidence.max_code_lines)
     if not text:
         env.stats.notes.append("no passage sentence to answer with")
         return {"judgements": [], "draft": not_found_draft(passages, state, context.escalation)}

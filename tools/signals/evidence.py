@@ -33,7 +33,13 @@ from typing import Any
 import numpy as np
 from reground.tools.signals.scoring import rouge_l, token_f1
 from reground.tools.text.lexical import STOPWORDS, lexical_tokens
-from reground.tools.text.sentences import is_list_item, strip_citations, text_sentences, without_list_marker
+from reground.tools.text.sentences import (
+    is_list_item,
+    split_unit,
+    strip_citations,
+    text_sentences,
+    without_list_marker,
+)
 from reground.tools.tuning.turn import EVIDENCE
 from reground.tools.types import Passage, is_assistant
 
@@ -63,6 +69,7 @@ class Evidence:
     continuity: float = 0.0  # in [0, 1]: 1 right after the previous reply's sentence, fading (before weighting)
     judge: float = -1.0  # the judge's probability that the sentence answers the question (-1: not judged)
     judge_weight: float = 0.0  # how much of that probability the ranking adds to the score
+    unit_score: float | None = None  # the unit ranker's logit (signals/units.py), when it ranked the turn
 
     @property
     def strength(self) -> float:
@@ -336,10 +343,12 @@ MIN_REPLY_CONTENT_WORDS = EVIDENCE.min_reply_content_words
 def stands_as_reply(text: str) -> bool:
     """Whether a sentence can be a whole reply: not a fragment (a heading or a list item, "Plan the migration": a
     single line of at most MAX_FRAGMENT_WORDS words with no closing punctuation), not lines of headings only, and not
-    a pointer whose link is the
-    message ("For more information, see [Tags for Block Storage](https://...)": fewer content words outside its
+    a pointer whose link is the message ("For more information, see [Tags for Block Storage](https://...)": fewer content words outside its
     links than MIN_REPLY_CONTENT_WORDS or than in the links' labels)."""
-    stripped = text.strip()
+    prose, structured = split_unit(text)
+    stripped = prose.strip()
+    if not stripped:
+        return False  # a code block or table with no sentence of its own says nothing a user can act on alone
     if "\n" not in stripped and len(stripped.split()) <= MAX_FRAGMENT_WORDS and not _SAYS_END.search(stripped):
         return False
     lines = [line.strip() for line in stripped.split("\n") if line.strip()]
@@ -347,7 +356,7 @@ def stands_as_reply(text: str) -> bool:
         return False  # headings only ("Sharps Disposal | Madison County, NY" twice: a page's title lines)
     labels = " ".join(_MARKDOWN_LINK.findall(stripped))
     outside = _BARE_URL.sub("", _MARKDOWN_LINK.sub("", stripped))
-    said = len(lexical_tokens(outside))
+    said = len(lexical_tokens(outside)) + len(lexical_tokens(structured))  # "Run:" and its command say enough
     return said >= MIN_REPLY_CONTENT_WORDS and said >= len(lexical_tokens(labels))
 
 
@@ -410,12 +419,28 @@ def is_heading_line(line: str, next_line: str) -> bool:
 
 
 def reply_text(sentence: str) -> str:
-    """An evidence sentence as a reply says it: without the heading lines it starts with ("How to surrender New
-    York State plates" before "Note: If you need to ..."), on one line."""
-    lines = sentence.split("\n")
+    """An evidence unit as a reply says it: without the heading lines it starts with ("How to surrender New York
+    State plates" before "Note: If you need to ..."), its prose on one line, a code block or table it introduces
+    kept on its own lines."""
+    prose, structured = split_unit(sentence)
+    lines = prose.split("\n")
     while len(lines) > 1 and is_heading_line(lines[0], lines[1]):
         lines = lines[1:]
-    return " ".join(lines)
+    said = " ".join(line for line in lines if line.strip())
+    return f"{said}\n{structured}" if said and structured else said or structured
+
+
+def join_reply(parts: Sequence[str]) -> str:
+    """Reply units in reading order: prose runs on with a space, a code block or table sits on its own lines."""
+    out = ""
+    for part in parts:
+        if not out:
+            out = part
+        elif "\n" in part or out.endswith(("```", "~~~", "|")):
+            out = f"{out}\n{part}"
+        else:
+            out = f"{out} {part}"
+    return out
 
 
 def _introduces_list(item: Evidence, by_order: Mapping[int, Evidence]) -> bool:
@@ -484,4 +509,4 @@ def extractive_answer(
     said[0] = without_list_marker(
         said[0]
     )  # a reply never opens with a bullet; the items of a list it brings keep theirs
-    return " ".join(said), sorted({e.passage for e in picked})
+    return join_reply(said), sorted({e.passage for e in picked})

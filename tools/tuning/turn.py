@@ -115,6 +115,11 @@ class Evidence:
     # reader (about 60 ms a turn). doc2dial held-out answer-sentence MRR 0.619 -> 0.640 at 1; weights 0.5-1 measured
     # about equal on the validation dialogues (evals/README.md, Judge).
     reader_weight: float = 1.0
+    # Which ranks answer units: the unit ranker (signals/units.py) "on", "off", or "auto" (when the candidates hold
+    # a code block or a table: the documentation it was trained on).
+    unit_ranking: str = "auto"
+    # Units an extracted reply takes when the unit ranker ranked them (the best two, from any passage).
+    unit_reply_units: int = 2
     # Sentences closest to the question shown to a written answer as evidence.
     answer_evidence: int = 2
     # Answers are cut to this many sentences (dialogue replies are short; the answer rules say 1-3).
@@ -137,6 +142,8 @@ class Evidence:
     max_heading_words: int = 12
     # The items of a list that an extracted sentence introduces ("... are available:") and that join it.
     list_items: int = 5
+    # A code block in a reply longer than this many lines is cut to the lines that matter (text/code_blocks.py).
+    max_code_lines: int = 16
     # An answer whose words are mostly the previous reply's (ROUGE-L precision at least this) repeats it.
     repeat_precision: float = 0.8
     # A fragment ('Plan the migration') of at most this many words is never a whole reply: MTRAG-UN dev ANSWERABLE
