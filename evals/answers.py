@@ -33,6 +33,7 @@ from reground.evals.behaviour import behaviour_of, behaviour_table
 from reground.evals.datasets import Case, load_cases
 from reground.evals.metrics import MetricUnavailableError, load_metric
 from reground.evals.records import latest_by_case, read_jsonl
+from reground.evals.usefulness import holds_every, usefulness_table
 from reground.tools.errors import InputError
 from reground.tools.signals.scoring import k_precision, rouge_l, token_f1, token_recall
 
@@ -169,6 +170,7 @@ def case_record(system: str, case: Case, result: Mapping[str, Any], seconds: flo
         "history": list(case.history),
         **case.labels(),
         "answer": answer,
+        "must_contain": list(case.must_contain),
         "behaviour": behaviour,
         "kind_source": kind_source,
         "gold_answer": case.gold_answer,
@@ -199,6 +201,7 @@ def case_record(system: str, case: Case, result: Mapping[str, Any], seconds: flo
             "k_precision": k_precision(answer, knowledge) if knowledge else 0.0,
             "rouge_l": None if gold is None else rouge_l(answer, gold).fmeasure,
             "words": len(answer.split()),
+            "useful": holds_every(answer, case.must_contain) if case.must_contain else None,
         },
         "error": None,
     }
@@ -404,6 +407,9 @@ def system_summary(rows: Sequence[Mapping[str, Any]], judges: Sequence[Mapping[s
         "passed": _mean(None if r.get("passed") is None else float(r["passed"]) for r in ok),
         "fallbacks": sum(1 for r in ok if r.get("fallback_reason")),
     }
+    usefulness = usefulness_table(ok)
+    if usefulness:
+        summary["usefulness"] = usefulness
     behaviour = behaviour_table(ok)
     if behaviour:
         summary["behaviour"] = behaviour

@@ -57,6 +57,8 @@ class Case:
     collection: str | None = None
     multi_turn: str | None = None
     question_type: list[str] = field(default_factory=list)
+    # The exact calls, flags or values a useful reply must hold (techdocs); empty when the case gives none.
+    must_contain: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # any other key of the case row, kept as is
 
     @property
@@ -144,6 +146,7 @@ def case_from_dict(row: dict[str, Any], *, where: str = "") -> Case:
         collection=_optional_str(row.get("collection")),
         multi_turn=_optional_str(row.get("multi_turn")),
         question_type=[str(q) for q in ([question_type] if isinstance(question_type, str) else question_type)],
+        must_contain=[str(s) for s in row.get("must_contain") or []],
         extra={k: v for k, v in row.items() if k not in _KNOWN_KEYS},
     )
 

@@ -253,8 +253,12 @@ def _answers(args: argparse.Namespace) -> int:
         shown = ", ".join(f"{k}={metrics[k]:.3f}" for k in keys if isinstance(metrics.get(k), int | float))
         print(f"{name}: {shown}")
         for label, row in (metrics.get("behaviour") or {}).items():
-            shares = ", ".join(f"{k}={row[k]:.2f}" for k in ("answer", "abstain", "clarify"))
+            shares = ", ".join(f"{k}={row[k]:.2f}" for k in ("answer", "hedge", "abstain", "clarify"))
             print(f"  {label} (n={row['n']}): {shares}")
+        from reground.evals.usefulness import useful_shares
+
+        for collection, label, share, n in useful_shares(metrics.get("usefulness") or {}):
+            print(f"  useful, {collection} {label} (n={n}): {share:.3f}")
     print(f"wrote {Path(args.out) / 'summary.json'}")
     return 0
 

@@ -1,0 +1,83 @@
+"""Whether replies help: the exact call, flag or value a useful reply must hold (`must_contain`), copied site markup,
+and the turn's cost, per answerability class and per collection.
+
+A case file may give each answerable turn `must_contain`: short strings (`Depends(common_parameters)`,
+`uv add --dev pytest`) that a reply which answers must hold. A reply holds one when it contains it case-insensitively
+with whitespace normalised; a reply is *useful* when it holds every one. Replies are also read for documentation-site
+markup a reply should never carry: raw link syntax `](`, admonition and tab markers, language-conditional blocks and
+autoref macros.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+# Site markup that must not reach a reply (the markdown loader turns each into text or structure).
+MARKUP = {
+    "link": re.compile(r"\]\("),
+    "admonition": re.compile(r"^\s*(!!!|\?\?\?\+?|///)\s*\w", re.M),
+    "tab": re.compile(r'^\s*===\+?\s+"', re.M),
+    "language_block": re.compile(r"^\s*:::\s*\w*\s*$", re.M),
+    "macro": re.compile(r"@\[[^\]]+\]|\{\s*#[\w-]+\s*\}|\{\*.*?\*\}"),
+}
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def holds_every(reply: str, strings: Iterable[str]) -> bool:
+    """Whether the reply holds every string, case-insensitively and whitespace-normalised."""
+    said = _normal(reply)
+    return all(_normal(s) in said for s in strings)
+
+
+def markup_in(reply: str) -> list[str]:
+    """The kinds of site markup a reply carries (empty: none)."""
+    return [name for name, pattern in MARKUP.items() if pattern.search(reply)]
+
+
+def _share(values: Sequence[bool]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def usefulness_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """{collection or "all": {class: {n, useful}}, markup counts, median seconds} over finished rows; empty when no
+    row carries `must_contain`."""
+    done = [r for r in rows if not r.get("error")]
+    if not any(r.get("must_contain") for r in done):
+        return {}
+    out: dict[str, Any] = {}
+    collections = sorted({str(r.get("collection") or "") for r in done})
+    for collection in ["all", *[c for c in collections if c and len(collections) > 1]]:
+        group = [r for r in done if collection == "all" or r.get("collection") == collection]
+        by_class: dict[str, Any] = {}
+        for label in sorted({str(r.get("answerability") or "") for r in group}):
+            members = [r for r in group if str(r.get("answerability") or "") == label]
+            hits = [
+                holds_every(str(r.get("answer") or ""), r["must_contain"]) for r in members if r.get("must_contain")
+            ]
+            entry: dict[str, Any] = {"n": len(members)}
+            if hits:
+                entry.update(n_with_must_contain=len(hits), useful=_share(hits))
+            by_class[label or "unlabelled"] = entry
+        seconds = [float(r["seconds"]) for r in group if r.get("seconds") is not None]
+        markup = [markup_in(str(r.get("answer") or "")) for r in group]
+        out[collection] = {
+            "classes": by_class,
+            "replies_with_markup": sum(1 for m in markup if m),
+            "markup": {name: sum(1 for m in markup if name in m) for name in MARKUP},
+            "latency_median_s": statistics.median(seconds) if seconds else None,
+        }
+    return out
+
+
+def useful_shares(table: Mapping[str, Any]) -> Iterable[tuple[str, str, float, int]]:
+    """(collection, class, useful share, n) for every class with `must_contain` (for printing)."""
+    for collection, entry in table.items():
+        for label, row in entry["classes"].items():
+            if row.get("useful") is not None:
+                yield collection, label, float(row["useful"]), int(row["n_with_must_contain"])
