@@ -19,11 +19,12 @@ def clarify(state: State, env: NodeEnv) -> dict[str, Any]:
     options = list(state.get("options", []))
     labels = join_options([o["label"] for o in options])
     referent = state.get("referent", "")
-    text = (
-        prompts.CLARIFY_REFERENT.format(referent=referent, options=labels)
-        if referent
-        else prompts.CLARIFY.format(options=labels)
-    )
+    if state.get("clarify_about") == "variant":
+        text = prompts.CLARIFY_VARIANT.format(options=labels)
+    elif referent:
+        text = prompts.CLARIFY_REFERENT.format(referent=referent, options=labels)
+    else:
+        text = prompts.CLARIFY.format(options=labels)
     env.progress("clarify", "asking which one you mean", options=[o["label"] for o in options])
     draft = Draft(
         text=text,

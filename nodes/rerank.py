@@ -11,7 +11,10 @@ from reground.nodes.state import State
 from reground.tools.adapters.chat import LLMReplyError
 from reground.tools.adapters.rerank_http import rerank_over_http
 from reground.tools.retrieval.search import fuse_rerank, sentence_rerank
+from reground.tools.retrieval.variants import prefer_named_variant
 from reground.tools.signals.evidence import best_sentence_cosines
+from reground.tools.signals.reading import read_turn
+from reground.tools.text.sentences import has_structure
 from reground.tools.tuning.models import CHAT
 from reground.tools.types import Passage
 
@@ -40,6 +43,11 @@ def _with_scores(passages: list[Passage], scores: dict[int, float], n: int) -> l
 
 
 def rerank(state: State, env: NodeEnv) -> dict[str, Any]:
+    conversation = [state["question"], *(str(t.get("text", "")) for t in state.get("history", []))]
+    candidates, named = prefer_named_variant(list(state.get("candidates", [])), conversation)
+    if named:  # a page's other language or platform tabs are not what this user runs
+        env.stats.notes.append(f"the conversation is about {' / '.join(named)}: other variants left out")
+        state = {**state, "candidates": candidates}
     update = _rerank(state, env)
     if state.get("query_mode") == "new_topic":
         update["passages"] = keep_conversation_passage(update["passages"], state.get("passages", []))
@@ -65,6 +73,9 @@ def _rerank(state: State, env: NodeEnv) -> dict[str, Any]:
     n = context.top_n
     if context.rerank_method == "off" or len(candidates) <= 1:
         return {"passages": [Passage(**{**p, "rank": i + 1}) for i, p in enumerate(candidates[:n])]}
+    by_unit = by_units(state, env, candidates) if context.rerank_method in ("sentence", "judge") else None
+    if by_unit is not None:
+        return {"passages": by_unit}
     if context.rerank_method == "sentence":
         return {"passages": by_sentence(state, env, candidates)}
     if context.rerank_method == "judge":
@@ -93,6 +104,40 @@ def _rerank(state: State, env: NodeEnv) -> dict[str, Any]:
         env.stats.notes.append(f"rerank reply unusable ({exc}); ranking by sentence instead")
         return {"passages": by_sentence(state, env, candidates)}
     return {"passages": _with_scores(candidates, parsed, n)}
+
+
+def by_units(state: State, env: NodeEnv, candidates: list[Passage]) -> list[Passage] | None:
+    """Documentation with code: the candidates whose best answer unit the unit ranker scores highest (signals/units.py;
+    the passages then hold the units the reply is made of). Used in place of the in-process rerankers ("sentence",
+    "judge"); None when it does not rank this turn's units (`auto` and no code block or table among them, `off`, or a
+    collection embedded by another model)."""
+    context = env.context
+    mode = context.evidence.unit_ranking
+    if mode == "off" or (mode == "auto" and not any(has_structure(c["text"]) for c in candidates)):
+        return None
+    ranker = env.services.unit_ranker(context)
+    if ranker is None:
+        return None
+    reading = read_turn(
+        question_of(state),
+        state["question"],
+        state.get("history", []),
+        candidates,
+        env.services.retriever(context).embed,
+        context.evidence_weights(),
+        unit_ranker=ranker,
+    )
+    if not reading.evidence or reading.evidence[0].unit_score is None:
+        return None
+    env.progress("rerank", "ranking the answer units")
+    best = [float("-inf")] * len(candidates)
+    for unit in reading.evidence:
+        best[unit.passage - 1] = max(best[unit.passage - 1], unit.unit_score or 0.0)
+    ranked = sorted(range(len(candidates)), key=lambda i: (-best[i], i))[: context.top_n]
+    return [
+        Passage(**{**candidates[i], "rerank_score": round(best[i], 6), "rank": rank})
+        for rank, i in enumerate(ranked, start=1)
+    ]
 
 
 def by_judge(state: State, env: NodeEnv, candidates: list[Passage]) -> list[Passage]:

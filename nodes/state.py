@@ -61,6 +61,7 @@ class EvidenceItem(TypedDict):
     continuity: float  # how closely it follows the sentence the previous reply came from, in [0, 1]
     judge: float  # the trained judge's probability that it answers the question (-1: not judged)
     judge_weight: float  # the weight of that probability in the ranking
+    unit_score: float | None  # the unit ranker's logit when it ranked the turn's units (documentation with code)
 
 
 class ClarifyOption(TypedDict):
@@ -141,6 +142,8 @@ class State(InputState, total=False):
     decision: str  # "answer" | "hedge" | "clarify" | "abstain": triage's verdict on the retrieved passages
     options: list[ClarifyOption]  # the readings a clarifying question offers
     referent: str  # an opening question's pronoun that nothing said yet names ("it"): the turn asks what it is
+    # "variant" when the options are a page's language or platform variants (which one the user runs), else ""
+    clarify_about: str
     missing: list[str]  # the question's content words no passage covers
     judgements: list[PassageJudgement]
     draft: Draft | None
@@ -174,6 +177,7 @@ PER_TURN_DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "decision": "answer",
         "options": [],
         "referent": "",
+        "clarify_about": "",
         "missing": [],
         "judgements": [],
         "draft": None,

@@ -24,6 +24,7 @@ from reground.tools.signals.answerability import (
     support,
     unresolved_references,
 )
+from reground.tools.retrieval.variants import competing_variants, variant_of
 from reground.tools.signals.ask_back import ask_back_features
 
 OPENING_MESSAGES = 2  # a question with at most the first exchange before it opens the conversation
@@ -76,6 +77,12 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         )
         options = [ClarifyOption(label=r.label, doc_id=r.doc_id, chunk_id=r.chunk_id) for r in found]
         return {**update, "decision": "clarify", "options": options}
+    variants = competing_variants(passages) if context.use_clarify and not clarified else []
+    if variants:
+        labels = [variant_of(p) for p in variants]
+        env.stats.notes.append(f"the passages answer once per variant ({', '.join(labels)}) and none is named")
+        options = [ClarifyOption(label=variant_of(p), doc_id=p["doc_id"], chunk_id=p["chunk_id"]) for p in variants]
+        return {**update, "decision": "clarify", "options": options, "clarify_about": "variant"}
     if reading is not None and reading.answerable is not None:
         asked_back = (
             learned_ask_back(state, references, near, found, signals, reading.answerable, env)
