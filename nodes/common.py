@@ -106,6 +106,7 @@ def evidence_for(state: State, passages: Sequence[Passage], env: NodeEnv) -> Tur
         context.evidence_weights(),
         judge=judge,
         reader=env.services.reader() if judge is not None and context.evidence.reader_weight > 0 else None,
+        unit_ranker=env.services.unit_ranker(context) if context.evidence.unit_ranking != "off" else None,
     )
 
 

@@ -526,6 +526,14 @@ class EvidenceSettings(Group):
             "(doc2dial held-out answer-sentence MRR 0.640 with it, 0.619 without)."
         ),
     )
+    unit_ranking: Literal["auto", "on", "off"] = Field(
+        default=EVIDENCE.unit_ranking,
+        description=(
+            "Which ranks a turn's answer units and reranks its passages: the unit ranker trained on documentation "
+            "with code (tools/signals/units.py) or the judge and the hand-made score. 'auto': the unit ranker when "
+            "the candidates hold a code block or a table; 'on': always; 'off': never."
+        ),
+    )
     answer_evidence: Count = Field(
         default=EVIDENCE.answer_evidence,
         description=(
@@ -535,6 +543,13 @@ class EvidenceSettings(Group):
     max_answer_sentences: AtLeastOne = Field(
         default=EVIDENCE.max_answer_sentences,
         description="Answers are cut to this many sentences (dialogue replies are short; the rules say 1-3).",
+    )
+    max_code_lines: AtLeastOne = Field(
+        default=EVIDENCE.max_code_lines,
+        description=(
+            "A code block in an extracted reply longer than this many lines is cut to the lines that carry what the "
+            "question and the reply's sentence name, each cut marked with a '...' line."
+        ),
     )
     use_self_check: bool = Field(
         default=False,
@@ -881,6 +896,7 @@ class Context(EnvSettings):
             history_token_budget=self.budgets.history_token_budget,
             judge=self.evidence.judge_rank_weight,
             reader=self.evidence.reader_weight,
+            units=self.evidence.unit_ranking,
         )
 
     def model_for(self, role: Role) -> str:

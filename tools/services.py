@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from reground.tools.adapters.embeddings import Embedder
     from reground.tools.retrieval.search import HybridRetriever, RetrievalSettings, SearchStore
     from reground.tools.signals.ask_back import AskBackModel
+    from reground.tools.signals.units import UnitRanker
     from reground.tools.signals.judge import JudgeModel
     from reground.tools.signals.reading import SentenceReader
     from reground.tools.stores.search_index import IndexSettings
@@ -141,6 +142,16 @@ class Services:
         if getattr(self.retriever(context).store.embedder, "name", None) != MINILM_SPEC:
             return None
         return shipped_judge()
+
+    def unit_ranker(self, context: ServiceSettings) -> UnitRanker | None:
+        """The unit ranker trained here (tools/signals/units.py), loaded once per process; None for a collection
+        embedded by another model than MiniLM (its cosines are one of its inputs)."""
+        from reground.tools.adapters.embeddings import MINILM_SPEC
+        from reground.tools.signals.units import shipped_unit_ranker
+
+        if getattr(self.retriever(context).store.embedder, "name", None) != MINILM_SPEC:
+            return None
+        return shipped_unit_ranker()
 
     def ask_back(self) -> AskBackModel:
         """The ask-back model trained here (tools/signals/ask_back.py), loaded once per process."""

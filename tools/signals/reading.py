@@ -11,6 +11,7 @@ import numpy as np
 from reground.tools.signals.answerability import coverage, depends_on_dialogue
 from reground.tools.signals.evidence import Evidence, previous_reply, turn_evidence_vectors
 from reground.tools.signals.judge import JudgeModel, judge_inputs, sentence_probabilities
+from reground.tools.signals.units import UnitRanker, rank_units, structured_turn
 from reground.tools.text.tokens import history_query
 from reground.tools.tuning.turn import BUDGETS
 from reground.tools.types import Passage
@@ -34,6 +35,7 @@ class EvidenceWeights:
     history_token_budget: int = BUDGETS.history_token_budget
     judge: float = 1.0  # the judge's probability's weight beside the hand-made score
     reader: float = 1.0  # the reader's logit's weight beside the judge's (0: the reader is not asked)
+    units: str = "auto"  # the unit ranker ranks the units: "on", "off", or "auto" (when they hold code or a table)
 
 
 @dataclass(frozen=True)
@@ -59,11 +61,13 @@ def read_turn(
     *,
     judge: JudgeModel | None = None,
     reader: SentenceReader | None = None,
+    unit_ranker: UnitRanker | None = None,
     keep_inputs: bool = False,
 ) -> TurnReading:
     """`question`: what the answer must answer (the standalone question when there is one); `asked`: the message as
     the user wrote it (a follow-up that depends on the dialogue is also read with it). `reader`: the cross-encoder
-    that reads each (question, sentence) pair; its logits join the judge's (with a judge only)."""
+    that reads each (question, sentence) pair; its logits join the judge's (with a judge only). `unit_ranker`: ranks
+    the units last, as `weights.units` says (signals/units.py); the judge still says whether the passages answer."""
     dialogue_query = (
         history_query(asked, history, weights.history_token_budget) if depends_on_dialogue(asked, bool(history)) else ""
     )
@@ -80,7 +84,12 @@ def read_turn(
     )
     covered, lacking = coverage(question, [p["text"] for p in passages])
     missing = tuple(lacking)
+    ranks_units = unit_ranker is not None and (
+        weights.units == "on" or (weights.units == "auto" and structured_turn(evidence))
+    )
     if not evidence or (judge is None and not keep_inputs):
+        if ranks_units and unit_ranker is not None:
+            evidence = rank_units(unit_ranker, question, evidence, passages)
         return TurnReading(evidence, 0.0 if judge is not None else None, None, covered, missing, dialogue_query)
     inputs = judge_inputs(
         question,
@@ -102,4 +111,6 @@ def read_turn(
         replace(e, judge=round(p, 6), judge_weight=weights.judge) for e, p in zip(evidence, probabilities, strict=True)
     ]
     judged.sort(key=lambda e: (-e.strength, e.order))
+    if ranks_units and unit_ranker is not None:
+        judged = rank_units(unit_ranker, question, judged, passages)
     return TurnReading(judged, answerable, inputs if keep_inputs else None, covered, missing, dialogue_query)

@@ -1,0 +1,131 @@
+"""The unit ranker: which answer unit of a documentation page answers a how-to question, learned on developer docs.
+
+On a page with code, the answer to "how do I ..." is a call, a command or a short code block with the sentence that
+introduces it (text/sentences.py's answer units). The hand-made evidence score and the judge were fitted on
+doc2dial's government pages, where an answer is a sentence; on technical documentation they prefer the page's lead
+sentence. This linear model ranks units by what carries over between documentation sets: the unit's cosine and word
+overlap with the question, how well its section's heading path matches the question, whether it holds code, whether
+the question asks for a procedure and it holds code, and how many of the question's words its code holds.
+
+It ranks a turn's units when the candidates hold a code block or a table (`evidence.unit_ranking="auto"`): it was
+trained and measured on documentation with code (evals/unit_ranker.py, leave-one-corpus-out), not on prose-only
+collections, whose ranking it leaves alone. Weights ship with the package (reground/data/units/unit_ranker.json,
+sha256-pinned) and are trained by `python -m reground.evals.unit_ranker train`, never at run time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from reground.tools.signals.evidence import Evidence, word_overlap
+from reground.tools.text.lexical import lexical_tokens
+from reground.tools.text.sentences import has_structure, split_unit
+from reground.tools.types import Passage
+
+UNIT_RANKER_FILE = "unit_ranker.json"
+UNIT_RANKER_SHA256 = "c62e603b62ee5723fba59e986e812251566842fc271310335147d96683ce775b"
+
+FEATURE_NAMES = ("dense", "lexical", "section_lexical", "has_code", "procedure_code", "question_in_code")
+# A question that asks for a way to do something (a feature of a learned model, not a decision).
+PROCEDURE = re.compile(
+    r"\bhow\b|\b(do|can|should|could|would|shall) (i|we|you)\b|\b(want|need|have|trying) to\b|\bway to\b", re.I
+)
+
+
+def holds_code(text: str) -> bool:
+    """Whether a unit holds a fenced code block (a table is structure too, but not code)."""
+    return "```" in text or "~~~" in text
+
+
+def unit_feature_rows(question: str, evidence: Sequence[Evidence], passages: Sequence[Passage]) -> np.ndarray:
+    """One row of FEATURE_NAMES per evidence unit (`passages`: the ones the units' `passage` numbers point at)."""
+    if not evidence:
+        return np.zeros((0, len(FEATURE_NAMES)), dtype=np.float32)
+    sections = word_overlap(question, [f"{p.get('title', '')} {p.get('section', '')}" for p in passages])
+    asks_procedure = 1.0 if PROCEDURE.search(question) else 0.0
+    words = set(lexical_tokens(question))
+    rows = []
+    for unit in evidence:
+        _, structured = split_unit(unit.text)
+        code = 1.0 if holds_code(structured) else 0.0
+        in_code = len(words & set(lexical_tokens(structured))) / max(len(words), 1) if code else 0.0
+        rows.append([unit.dense, unit.lexical, sections[unit.passage - 1], code, code * asks_procedure, in_code])
+    return np.asarray(rows, dtype=np.float32)
+
+
+def structured_turn(evidence: Sequence[Evidence]) -> bool:
+    """Whether a turn's units come from documentation with structure (a code block or a table among them)."""
+    return any(has_structure(e.text) for e in evidence)
+
+
+@dataclass(frozen=True)
+class UnitRanker:
+    """A standardising linear scorer: one logit per unit; a turn's units rank by it."""
+
+    weights: np.ndarray
+    mean: np.ndarray
+    scale: np.ndarray
+
+    def scores(self, rows: np.ndarray) -> np.ndarray:
+        if len(rows) == 0:
+            return np.zeros(0, dtype=np.float32)
+        return np.asarray(((rows - self.mean) / self.scale) @ self.weights, dtype=np.float32)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "features": list(FEATURE_NAMES),
+            "weights": [round(float(w), 6) for w in self.weights],
+            "mean": [round(float(m), 6) for m in self.mean],
+            "scale": [round(float(s), 6) for s in self.scale],
+        }
+
+    def save(self, path: Path) -> str:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json(), indent=1) + "\n", encoding="utf-8")
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> UnitRanker:
+        if tuple(data.get("features", ())) != FEATURE_NAMES:
+            raise ValueError(f"the unit ranker's features {data.get('features')} are not {list(FEATURE_NAMES)}")
+        return cls(
+            weights=np.asarray(data["weights"], dtype=np.float32),
+            mean=np.asarray(data["mean"], dtype=np.float32),
+            scale=np.asarray(data["scale"], dtype=np.float32),
+        )
+
+    @classmethod
+    def load(cls, path: Path, *, sha256: str = "") -> UnitRanker:
+        raw = path.read_bytes()
+        if sha256 and hashlib.sha256(raw).hexdigest() != sha256:
+            raise ValueError(f"the unit ranker at {path.name} does not match its pinned sha256")
+        return cls.from_json(json.loads(raw))
+
+
+@lru_cache(maxsize=1)
+def shipped_unit_ranker() -> UnitRanker:
+    """The unit ranker trained here and installed with the package (loaded once per process)."""
+    path = Path(str(resources.files("reground") / "data" / "units" / UNIT_RANKER_FILE))
+    if not path.exists():
+        raise FileNotFoundError(f"the unit ranker's weights are missing ({path.name}): reinstall reground")
+    return UnitRanker.load(path, sha256=UNIT_RANKER_SHA256)
+
+
+def rank_units(
+    ranker: UnitRanker, question: str, evidence: Sequence[Evidence], passages: Sequence[Passage]
+) -> list[Evidence]:
+    """The units best first by the ranker, each carrying its score (`unit_score`)."""
+    from dataclasses import replace
+
+    scores = ranker.scores(unit_feature_rows(question, evidence, passages))
+    scored = [replace(e, unit_score=round(float(s), 6)) for e, s in zip(evidence, scores, strict=True)]
+    return sorted(scored, key=lambda e: (-(e.unit_score or 0.0), e.order))
