@@ -75,6 +75,8 @@ class Ingest:
     large_file_bytes: int = 2 * 2**20
     # Bytes looked at for a NUL to call a file binary.
     binary_sniff_bytes: int = 8192
+    # Documents a repair dropped, named in `reground ingest`'s summary at most.
+    repaired_named: int = 5
 
 
 @dataclass(frozen=True)
