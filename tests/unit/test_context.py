@@ -46,7 +46,7 @@ def test_a_threshold_outside_unit_interval_is_refused(tmp_path: Path) -> None:
         )
 
 
-# --- issue 14: one typed, validated config ------------------------------------------------------------------
+# --- one typed, validated config ------------------------------------------------------------------
 
 
 def test_an_explicit_value_wins_over_the_environment_even_when_it_equals_the_default(
@@ -197,7 +197,7 @@ def test_the_schema_studio_renders_carries_descriptions_ranges_and_choices() -> 
     properties = schema["properties"]
     assert properties["top_n"]["minimum"] == 1 and properties["top_n"]["description"]
     assert properties["keyword_method"]["enum"] == ["llm", "lexical", "off"]
-    assert len(properties) <= 30, "Studio's form keeps what a user changes at the top (issue 27: at most 30 fields)"
+    assert len(properties) <= 30, "Studio's form keeps what a user changes at the top (at most 30 fields)"
     assert {"retrieval", "index", "models", "budgets", "triage", "evidence", "groundedness", "refinement"} <= set(
         properties
     )

@@ -1,4 +1,4 @@
-"""A turn reads one consistent version of a collection while an ingest replaces its documents (issue 29, item 4):
+"""A turn reads one consistent version of a collection while an ingest replaces its documents:
 `reground ask` crashed with Chroma's "Error finding id" via SearchIndex._load -> PassageStore._read_live."""
 
 from __future__ import annotations

@@ -78,7 +78,6 @@ POOL_WAIT_S = (
 )  # a turn waits this long for a connection (all busy, or the engine down) before failing
 STATS_TTL_S = ENGINE.stats_ttl_s  # how stale a reader's view of the collection's version may be
 DOC_CACHE = ENGINE.doc_cache  # documents whose chunks stay in a process's memory once read (per store version)
-SCHEMES = ("postgresql", "postgres", "pgserver")
 SMALLINT_MAX = 32767  # fact: PostgreSQL's smallint (term frequencies and chunk lengths are capped to it)
 MB = 2**20  # fact: bytes in a MiB
 ENGINE_EXTRA = "pip install 'reground[engine]'"

@@ -408,11 +408,6 @@ class PassageStore:
         out, self._unreported = sorted(set(self._unreported)), []
         return out
 
-    def collect_garbage(self) -> int:
-        """Delete chunks of generations the manifest does not name (left by a crash); takes the write lock."""
-        with self.writing():
-            return int(self.last_repair.get("leftovers_deleted", 0))
-
     # --- writing ---------------------------------------------------------------------------
 
     def replace_document(self, doc_id: str, content_hash: str, chunks: list[Chunk]) -> None:
