@@ -41,6 +41,14 @@ class CollectionNotFoundError(StoreError):
     """The collection does not exist; the message lists the ones that do."""
 
 
+def collection_not_found(
+    collection: str, where: str, known: Sequence[str], create: str = ""
+) -> CollectionNotFoundError:
+    """The error for a collection `where` does not hold: the ones it does, and (given) the command that creates it."""
+    message = f"collection {collection!r} does not exist in {where} (known: {', '.join(known) or 'none'})"
+    return CollectionNotFoundError(f"{message}; create it with `{create}`" if create else message)
+
+
 class EmptyCollectionError(StoreError):
     """The collection exists but holds no chunks."""
 
