@@ -136,7 +136,8 @@ class Snapshot:
 
 def pack_sentence_vectors(vectors: np.ndarray) -> bytes:
     """Vectors as int8, each row scaled so its largest component is 127 (the scale needs no storing: rows are
-    re-normalised when unpacked): a quarter of float32, cosine to the original > 0.9995."""
+    re-normalised when unpacked): a quarter of float32, cosine to the original > 0.9995
+    (tests/unit/test_tokens_embeddings.py)."""
     rows = np.asarray(vectors, dtype=np.float32)
     scale = 127.0 / np.clip(np.abs(rows).max(axis=1, keepdims=True), 1e-12, None)  # fact: the int8 range
     return np.clip(np.rint(rows * scale), -127, 127).astype(np.int8).tobytes()  # fact: the int8 range

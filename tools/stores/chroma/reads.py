@@ -53,7 +53,8 @@ class ChromaReads(ChromaCollection):
     def version(self) -> str:
         """The manifest's version record: bumped by every write, so readers know to reload.
 
-        Every search asks for it; reading it is a Chroma query (1-10 ms, 11% of a turn's graph overhead). The
+        Every search asks for it; reading it is a Chroma query (part of what `bench overhead`'s savings-off turns
+        pay, evals/results/bench.json `overhead`). The
         embedded store remembers it with the (mtime, size) of its database files, which any writing process
         changes, and reads it again only when they changed (a stat, microseconds). A server is always asked.
         """

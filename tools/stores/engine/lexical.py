@@ -1,9 +1,10 @@
 """BM25 in the engine: chunk-level lexical search and whole-document scores, from an inverted index.
 
-bm25s' Lucene variant (k1 1.5, b 0.75, the tokeniser of `tools.text.lexical`), computed in SQL from an inverted
-index (term, chunk, tf, chunk length) and term statistics kept up to date by every write (`engine.writes`). Each
-query term reads its postings in impact order, at most `LEXICAL_POSTINGS` of them (all of them when a term is
-rarer than that, so small collections are scored exactly); the best candidates are rescored exactly.
+bm25s' Lucene variant (`ENGINE.bm25_k1` and `bm25_b`, the tokeniser of `tools.text.lexical`), computed in SQL
+from an inverted index (term, chunk, tf, chunk length) and term statistics kept up to date by every write
+(`engine.writes`). Each query term reads its postings in impact order, at most `LEXICAL_POSTINGS` of them (all of
+them when a term is rarer than that, so small collections are scored exactly); the best candidates are rescored
+exactly.
 Whole-document BM25 (the retrieval's `document_lexical` signals): document frequencies and lengths live in the
 engine; a leader's term counts come from reading its chunks (`document_term_index`).
 """

@@ -273,8 +273,8 @@ class EngineCollection:
                     text text NOT NULL, metadata jsonb NOT NULL, scope_tokens text[] NOT NULL,
                     tokens int NOT NULL, embedding vector({dimension}) NOT NULL, sentences bytea)"""
             )
-            # Vectors inline in the row (pgvector's default, EXTERNAL, moves a 1.5 kB vector out to TOAST: an exact
-            # scan of 2,218 chunks read 13,600 buffers and took 9 ms); text and sentence vectors go out instead.
+            # Vectors inline in the row (pgvector's default, EXTERNAL, moves a MiniLM vector out to TOAST, and an exact
+            # scan then reads every one of them from there); text and sentence vectors go out instead.
             conn.execute(f"ALTER TABLE {chunks} ALTER COLUMN embedding SET STORAGE PLAIN")
             conn.execute(f"CREATE INDEX ON {chunks} (doc_id, position)")
             conn.execute(f"CREATE INDEX ON {chunks} USING gin (scope_tokens)")
