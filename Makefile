@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.reground-installed
 
-.PHONY: demo test test-fast install lint format typecheck bench clean-venv
+.PHONY: demo test test-fast check install lint format typecheck bench clean-venv
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,10 @@ format:
 
 typecheck:
 	$(VENV)/bin/mypy graph nodes tools prompts evals reground
+
+# What a change must pass before `make test`: lint, format, types, then the fast unit tests (CI runs it first).
+check: $(STAMP)
+	$(MAKE) --no-print-directory lint typecheck test-fast
 
 clean-venv:
 	rm -rf $(VENV)

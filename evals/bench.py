@@ -142,7 +142,7 @@ def bench_ingest(docs: Path, cases: Path | None, work: Path) -> dict[str, Any]:
 def bench_overhead(docs: Path, cases: Path, work: Path, turns: int) -> dict[str, Any]:
     """A graph turn with a zero-latency scripted model: what reground itself costs per turn.
 
-    Turns alternate between the current stack and the same stack with issue 13's per-turn savings off (passage
+    Turns alternate between the current stack and the same stack with its per-turn savings off (passage
     sentences embedded every turn instead of read from the store, the store's version read from Chroma on every
     search): `turns` dev follow-ups each, different ones, on the same collection in the same process, so the
     comparison holds on a shared machine."""

@@ -5,7 +5,7 @@ module) of each proxy the graph optimises — the three principle scores and the
 each final metric: token F1, K-Precision, Recall, ROUGE-L and, when judged, the judge scores.
 Writes `RUN/correlation.json`.
 
-Issue 11's question for the graph's answer-relevance signal (`result["relevance"]`, 0-1) is narrower:
+The question for the graph's answer-relevance signal (`result["relevance"]`, 0-1) is narrower:
 is it worth a loop? `relevance_report` gives, per system, its Spearman correlation with token F1 and
 K-Precision beside the old proxy's (ROUGE-L of the answer vs the question and the last two turns,
 computed from each row), and the mean token F1 of the cases under the threshold vs at or above it: a

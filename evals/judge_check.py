@@ -24,16 +24,19 @@ import random
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models import BaseChatModel
 from reground.evals.answers import judge_inputs, passage_texts
-from reground.evals.judges import Judgement, hallucination
 from reground.evals.records import latest_by_case, read_jsonl
 from reground.prompts.answer import NOT_FOUND
 from reground.prompts.judges import HALLUCINATED
 
+if TYPE_CHECKING:  # the chat stack loads when a check runs, not when the CLI lists this command's options
+    from langchain_core.language_models import BaseChatModel
+    from reground.evals.judges import Judgement
+
 TRUST_THRESHOLD = 0.7
+LABELLED_ITEMS = 40  # items a check judges by default (`reground eval judge-check --n`)
 KINDS = ("faithful", "unsupported", "honest")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -47,7 +50,9 @@ def _passage_texts(row: Mapping[str, Any]) -> list[str]:
     return passage_texts(row.get("passages") or [])[:3]
 
 
-def validation_items(rows: Sequence[Mapping[str, Any]], *, n: int = 40, seed: int = 0) -> list[dict[str, Any]]:
+def validation_items(
+    rows: Sequence[Mapping[str, Any]], *, n: int = LABELLED_ITEMS, seed: int = 0
+) -> list[dict[str, Any]]:
     """Up to n labelled items, the three kinds in turn; `hallucinated` is the label."""
     usable = [r for r in rows if any(_sentences(t) for t in _passage_texts(r))]
     if len(usable) < 2:
@@ -137,7 +142,7 @@ def check_hallucination_judge(
     *,
     judge_model_spec: str,
     system: str = "history_rag",
-    n: int = 40,
+    n: int = LABELLED_ITEMS,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Judge the labelled items built from `system`'s rows of a run; write RUN/judge_check.json."""
@@ -145,6 +150,8 @@ def check_hallucination_judge(
     rows = list(latest_by_case(read_jsonl(run / system / "cases.jsonl")).values())
     if not rows:
         raise FileNotFoundError(f"{run / system / 'cases.jsonl'} has no finished cases: run `reground eval answers`")
+    from reground.evals.judges import hallucination
+
     items = validation_items(rows, n=n, seed=seed)
     judged = [hallucination(judge_model, **judge_inputs(item)) for item in items]
     result = {

@@ -1,6 +1,6 @@
 """Does the local LLM tell answerable MTRAG-UN tasks from unanswerable ones? Measured, not shipped.
 
-The issue names the local model's log-probabilities as a candidate input of the answerability head. Here the model
+The local model's log-probabilities are a candidate input of the answerability head. Here the model
 reads each MTRAG-UN dev task's conversation, its question and the five passage sentences the shipped judge ranks
 first, and is asked whether they state the answer (one digit, read from the first token's log-probabilities,
 evals/judges.py `answerability`). Its log-odds is scored alone and as a sixth input of the head, under the head's own

@@ -5,7 +5,7 @@
 A run directory is recognised by its `summary.json`: a retrieval run has `recall@k` per system,
 an answers run has `"kind": "answers"` and per-system `<system>/cases.jsonl` files. Answers runs on
 labelled cases (MTRAG-UN) add the behaviour per class (table and stacked bars), and graph systems
-the answer-relevance signal's correlations (issue 11).
+the answer-relevance signal's correlations.
 """
 
 from __future__ import annotations

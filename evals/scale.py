@@ -1,4 +1,4 @@
-"""The scale curve of both store backends, and the engine backend's retrieval parity (issue 28).
+"""The scale curve of both store backends, and the engine backend's retrieval parity.
 
     # parity: every doc2dial dev case, the embedded stack and the engine backend on the same documents
     .venv/bin/python -m reground.evals.scale parity --docs ../shared/data/doc2dial/docs.jsonl \
@@ -343,9 +343,6 @@ def _child(backend: str, where: str, cases: Path, seed: int) -> dict[str, Any]:
 def _load(out: Path) -> dict[str, Any]:
     path = out / "summary.json"
     return json.loads(path.read_text()) if path.is_file() else {"rows": [], "parity": {}}
-
-
-EMBEDDED_LIMIT = 200_000  # the embedded backend is not built past this here (see `not_run_row`)
 
 
 def not_run_row(rows: list[dict[str, Any]], size: int = 2_000_000) -> dict[str, Any] | None:

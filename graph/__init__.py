@@ -1,1 +1,2 @@
-"""Wiring: state, runtime context and the graph builders."""
+"""Wiring: the conversation graph (nodes, the routes between them, retry policies: `builder.build_graph`, `graph`)
+and the ingest graph. The state and context types live in nodes/; this folder decides nothing itself."""

@@ -225,8 +225,8 @@ def build_graph(
     builder.add_edge("review", "finalize")
     builder.add_edge("finalize", END)
     compiled = builder.compile(checkpointer=checkpointer, name=name)
-    # Every loop has its own counter in state; this explicit limit is the backstop (a turn at the
-    # default caps takes at most ~23 steps, the quote fallback and its check included).
+    # Every loop has its own counter in state (tests/unit/test_routes.py); this explicit limit is only the backstop,
+    # far above the longest turn those counters allow.
     return compiled.with_config(recursion_limit=DEFAULT_RECURSION_LIMIT)
 
 

@@ -1,1 +1,2 @@
-"""Nodes: small functions of (state, runtime) that decide; they call tools, never build clients."""
+"""Nodes: small functions of (state, env) that decide, calling tools and never building clients; with the types
+they share: the turn's `State` (state.py) and the run's `Context` (context.py), its settings by stage."""

@@ -414,17 +414,16 @@ class TriageSettings(Group):
         description=(
             "The same count for a question that opens the conversation (at most one exchange before it), where "
             "nothing said yet can have named what 'the actor' is. 2 suits collections of many similar entities "
-            "(MTRAG-UN dev: asks back on 67% of underspecified tasks instead of 44%, no new false one) but asks "
-            "back more on single-topic pages (doc2dial dev: 151 of 2,456 answerable turns instead of 107); "
-            "evals/README.md."
+            "(on MTRAG-UN dev it asks back on more underspecified tasks, no new false one) but asks back more on "
+            "single-topic pages (doc2dial dev's answerable turns); evals/README.md, 'Asking back'."
         ),
     )
     learned_ask_back: bool = Field(
         default=TRIAGE.learned_ask_back,
         description=(
             "With the judge: also ask back when the ask-back model trained on MTRAG-UN dev's underspecified tasks "
-            "finds the question too underspecified (out of fold: 33% of them asked back, 1.6% of answerable ones; "
-            "evals/results/judge/ask_back.json), naming the documents the judge reads as answering it (two at least). "
+            "finds the question too underspecified (its out-of-fold rates: evals/results/judge/ask_back.json), "
+            "naming the documents the judge reads as answering it (two at least). "
             "Off: the readings rules alone."
         ),
     )
@@ -434,9 +433,8 @@ class TriageSettings(Group):
         le=1.0,
         description=(
             "A document counts as a reading when its retrieval score is at least this share of the best one. "
-            "LLM-free, 0.8 asks back on 85 of 2,945 doc2dial dev turns instead of 116 at 0.7 and on the same 11 "
-            "underspecified MTRAG-UN dev tasks; with the 0.5B model's rewrites on 10 of those 27 instead of 12 "
-            "(evals/README.md)."
+            "A higher share asks back on fewer doc2dial dev turns, on the same underspecified MTRAG-UN dev tasks "
+            "(evals/README.md, 'Asking back')."
         ),
     )
     partial_coverage: Share = Field(
@@ -495,7 +493,7 @@ class EvidenceSettings(Group):
         description=(
             "Weight of a follow-up's MiniLM cosine with the question read in its dialogue, beside its own, when "
             "passage sentences are ranked as evidence (only for a follow-up that depends on the dialogue). On "
-            "doc2dial dev it lifts the graph's LLM-free reply token F1 on those 1,068 follow-ups from 0.257 to 0.264."
+            "doc2dial dev it lifts the graph's LLM-free reply token F1 on those follow-ups (evals/README.md)."
         ),
     )
     continuity_weight: float = Field(
@@ -504,8 +502,9 @@ class EvidenceSettings(Group):
         description=(
             "Weight of continuity when a follow-up's passage sentences are ranked as evidence: a sentence right "
             "after the one the previous reply came from (same document and section) gains this much, fading over "
-            "the next 8 sentences (only after a reply of at most two sentences). On doc2dial dev it lifts the "
-            "graph's LLM-free reply token F1 from 0.2844 to 0.2888 (weights 0.1-0.3, windows 4-16 measured)."
+            f"the next {EVIDENCE.continuity_window} sentences (only after a reply of at most "
+            f"{EVIDENCE.continuity_max_reply_sentences} sentences). On doc2dial dev it lifts the graph's LLM-free "
+            "reply token F1 (evals/README.md lists the weights and windows measured)."
         ),
     )
     judge_rank_weight: float = Field(
@@ -513,8 +512,8 @@ class EvidenceSettings(Group):
         ge=0.0,
         description=(
             "With the judge: evidence sentences rank by their hand-made score plus this x the judge's probability "
-            "that they answer (doc2dial dev dialogues not trained on: answer-sentence MRR 0.536 -> 0.600, the "
-            "top sentence's token F1 unchanged; the judge alone 0.615 but lower F1)."
+            "that they answer: on the doc2dial dialogues the judge never saw it ranks answer sentences above the "
+            "hand-made score alone (evals/results/judge/summary.json)."
         ),
     )
     reader_weight: float = Field(
@@ -522,8 +521,8 @@ class EvidenceSettings(Group):
         ge=0.0,
         description=(
             "With the judge: weight of the reader (a MiniLM cross-encoder trained here that reads the question and "
-            "each sentence together) beside the judge's score; 0 turns it off and saves about 60 ms a turn "
-            "(doc2dial held-out answer-sentence MRR 0.640 with it, 0.619 without)."
+            "each sentence together) beside the judge's score; 0 turns it off and saves its cost "
+            "(evals/results/judge/cost.json), at some held-out answer-sentence MRR (evals/results/judge/summary.json)."
         ),
     )
     unit_ranking: Literal["auto", "on", "off"] = Field(
@@ -799,8 +798,8 @@ class Context(EnvSettings):
         description=(
             "How long an extracted reply is. 'conversation': about as long as the assistant's replies so far (their "
             "median words), from the best passage's sentences scoring at least half as well as the best (at most 6); "
-            "a first turn is answered as 'sentence'. A conversation sets its own register (doc2dial's agents reply in "
-            "~18 words, MTRAG-UN's in ~87); where reground wrote the earlier replies it stays near 'sentence'. "
+            "a first turn is answered as 'sentence'. A conversation sets its own register (doc2dial's agents reply "
+            "far shorter than MTRAG-UN's); where reground wrote the earlier replies it stays near 'sentence'. "
             "'sentence': the best sentence, plus the next-best one of the same passage when it scores at least 90% "
             "as well, in reading order. 'paragraph': up to 3 sentences of the passages that score at least half as "
             "well as the best."

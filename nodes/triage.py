@@ -16,6 +16,7 @@ from typing import Any
 
 from reground.nodes.common import NodeEnv, evidence_for, question_of
 from reground.nodes.state import ClarifyOption, EvidenceItem, State
+from reground.tools.retrieval.variants import competing_variants, variant_of
 from reground.tools.signals.answerability import (
     Reading,
     coverage,
@@ -24,7 +25,6 @@ from reground.tools.signals.answerability import (
     support,
     unresolved_references,
 )
-from reground.tools.retrieval.variants import competing_variants, variant_of
 from reground.tools.signals.ask_back import ask_back_features
 
 OPENING_MESSAGES = 2  # a question with at most the first exchange before it opens the conversation

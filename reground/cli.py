@@ -26,8 +26,8 @@ from collections.abc import Iterator, Sequence
 COMMAND_GROUPS = ("llm", "ingest", "collections", "conversation", "eval", "judge")
 
 BUG_EXIT_CODE = 1
-INTERRUPTED_EXIT_CODE = 130
-CLOSED_PIPE_EXIT_CODE = 141  # 128 + SIGPIPE: what a shell reports for a Unix tool whose reader left
+INTERRUPTED_EXIT_CODE = 130  # fact: 128 + SIGINT, what a shell reports for a Unix tool stopped by Ctrl-C
+CLOSED_PIPE_EXIT_CODE = 141  # fact: 128 + SIGPIPE, what a shell reports for a Unix tool whose reader left
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -16,9 +16,9 @@ if TYPE_CHECKING:
     from reground.tools.adapters.embeddings import Embedder
     from reground.tools.retrieval.search import HybridRetriever, RetrievalSettings, SearchStore
     from reground.tools.signals.ask_back import AskBackModel
-    from reground.tools.signals.units import UnitRanker
     from reground.tools.signals.judge import JudgeModel
     from reground.tools.signals.reading import SentenceReader
+    from reground.tools.signals.units import UnitRanker
     from reground.tools.stores.search_index import IndexSettings
     from reground.tools.stores.vector_store import VectorStore
 

@@ -6,7 +6,9 @@ Measure reground on your data (or on synthetic dialogues made from it).
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -22,6 +24,14 @@ def _seed(text: str) -> int | None:
     return None if text.strip().lower() == "none" else int(text)
 
 
+SYNTH_SHARES = ("unanswerable_share", "underspecified_share", "topic_shift_share")
+
+
+def _default(function: Callable[..., Any], parameter: str) -> Any:
+    """A function's default for one parameter: the option that passes it shows and uses that one declaration."""
+    return inspect.signature(function).parameters[parameter].default
+
+
 def add_commands(subparsers: Any) -> None:
     """Add the `eval` group and its sub-commands to the top-level parser."""
     group = subparsers.add_parser("eval", help="evaluate retrieval and answers; calibrate; write reports")
@@ -34,7 +44,9 @@ def add_commands(subparsers: Any) -> None:
     retrieval_options(p)
     p.set_defaults(func=_retrieval)
 
-    from reground.evals.answers import DEFAULT_SYSTEMS, JUDGES, SYSTEMS
+    from reground.evals.answers import DEFAULT_SYSTEMS, JUDGES, SYSTEMS, run_answers_eval
+    from reground.evals.calibrate import SUPPORT_PERCENTILE
+    from reground.evals.judge_check import LABELLED_ITEMS
 
     p = sub.add_parser(
         "answers",
@@ -47,7 +59,8 @@ def add_commands(subparsers: Any) -> None:
         required=True,
         help="cases .jsonl (cases with a gold answer; every case when they carry answerability labels)",
     )
-    p.add_argument("--limit", type=_limit, default=100, help="sample size (default 100; 0 = all)")
+    limit = _default(run_answers_eval, "limit")
+    p.add_argument("--limit", type=_limit, default=limit, help=f"sample size (default {limit}; 0 = all)")
     p.add_argument(
         "--seed",
         type=_seed,
@@ -95,7 +108,8 @@ def add_commands(subparsers: Any) -> None:
         "--support-percentile",
         type=float,
         default=None,
-        help="percentile of the answerable cases' support that becomes the abstention threshold (default 3)",
+        help="percentile of the answerable cases' support that becomes the abstention threshold "
+        f"(default {SUPPORT_PERCENTILE:g})",
     )
     p.add_argument(
         "--for-collection",
@@ -108,7 +122,7 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--run", required=True, help="answers run directory (items come from its passages)")
     p.add_argument("--judge-model", required=True, help="judge model spec, as for `eval answers`")
     p.add_argument("--system", default="history_rag", help="system whose cases supply the items")
-    p.add_argument("--n", type=int, default=40, help="labelled items (default 40)")
+    p.add_argument("--n", type=int, default=LABELLED_ITEMS, help=f"labelled items (default {LABELLED_ITEMS})")
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.set_defaults(func=_judge_check)
 
@@ -133,10 +147,11 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--out", required=True, help="cases .jsonl to write (resumable)")
     p.add_argument("--seed", type=int, default=0, help="seed of the document, span and turn choices (default 0)")
     p.add_argument("--model", default="local:default", help="chat model spec (default local:default)")
-    p.add_argument("--turns", type=int, default=4, help="planned turns per dialogue (default 4)")
-    p.add_argument("--unanswerable-share", type=float, default=0.15, help="share of later turns (default 0.15)")
-    p.add_argument("--underspecified-share", type=float, default=0.1, help="share of later turns (default 0.1)")
-    p.add_argument("--topic-shift-share", type=float, default=0.2, help="share of later turns (default 0.2)")
+    # Omitted: evals/synth.py's SynthSettings decide (read when the command runs: that module loads the chat stack).
+    p.add_argument("--turns", type=int, help="planned turns per dialogue (default: SynthSettings.turns)")
+    for share in SYNTH_SHARES:
+        option = "--" + share.replace("_", "-")
+        p.add_argument(option, type=float, help=f"share of later turns (default: SynthSettings.{share})")
     p.add_argument("--support-threshold", type=float, default=None, help="cosine a passage needs to support a question")
     p.add_argument("--no-model-check", dest="model_check", action="store_false", help="skip the model's own check")
     p.add_argument("--data-dir", default=None, help="store directory (default: $REGROUND_DATA_DIR)")
@@ -343,6 +358,7 @@ def _report(args: argparse.Namespace) -> int:
 def _synth(args: argparse.Namespace) -> int:
     from reground.evals.synth import SUPPORT_THRESHOLD, sidecar, synthesize
 
+    given = {name: getattr(args, name) for name in ("turns", *SYNTH_SHARES) if getattr(args, name) is not None}
     try:
         summary = synthesize(
             args.collection,
@@ -350,10 +366,7 @@ def _synth(args: argparse.Namespace) -> int:
             out=args.out,
             model_spec=args.model,
             seed=args.seed,
-            turns=args.turns,
-            unanswerable_share=args.unanswerable_share,
-            underspecified_share=args.underspecified_share,
-            topic_shift_share=args.topic_shift_share,
+            **given,
             support_threshold=SUPPORT_THRESHOLD if args.support_threshold is None else args.support_threshold,
             model_check=args.model_check,
             data_dir=args.data_dir,

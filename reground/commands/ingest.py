@@ -6,14 +6,16 @@ import argparse
 import sys
 from typing import Any
 
+from reground.tools.text.loaders import MiB
+from reground.tools.tuning.stores import INGEST
+
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Open (or create) the collection, then ingest under its write lock; bad files are listed, not fatal."""
-    from reground.tools.errors import InputError, RegroundError
+    from reground.tools.errors import DataError, InputError, RegroundError
     from reground.tools.stores.factory import open_store
     from reground.tools.stores.ingest import ingest
     from reground.tools.stores.vector_store import store_spec
-    from reground.tools.text.loaders import MiB
 
     if not args.paths and not args.delete:
         raise InputError(
@@ -39,10 +41,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     for error in summary.errors:
         print(f"error: {error}", file=sys.stderr)
     if summary.repaired:
-        shown = ", ".join(summary.repaired[:5]) + (" …" if len(summary.repaired) > 5 else "")
+        named = INGEST.repaired_named
+        shown = ", ".join(summary.repaired[:named]) + (" …" if len(summary.repaired) > named else "")
         print(f"repaired: the manifest named documents whose chunks were missing: {shown}", file=sys.stderr)
     print(f"{store.collection}: {summary}")
-    return 3 if summary.errors else 0  # DataError's exit code: some files could not be ingested
+    return DataError.exit_code if summary.errors else 0  # some files could not be ingested
 
 
 def add_commands(subparsers: Any) -> None:
@@ -54,13 +57,15 @@ def add_commands(subparsers: Any) -> None:
     parser.add_argument("--data-dir", help="store directory (default: $REGROUND_DATA_DIR or ~/.local/share/reground)")
     parser.add_argument("--chroma-url", help="a Chroma server (chroma run) instead of the embedded store")
     parser.add_argument("--store", help="vector store spec (chroma:<dir>, chroma-http://host:port); overrides both")
-    parser.add_argument("--max-tokens", type=int, default=160, help="chunk size in tokens (default 160)")
+    tokens = INGEST.chunk_tokens
+    parser.add_argument("--max-tokens", type=int, default=tokens, help=f"chunk size in tokens (default {tokens})")
     parser.add_argument("--delete", nargs="+", metavar="DOC_ID", help="remove these documents")
+    largest_mb = INGEST.max_file_bytes / MiB
     parser.add_argument(
         "--max-file-mb",
         type=float,
-        default=16.0,
-        help="largest document file (or .jsonl line) to read, in MB; 0: no limit (default 16)",
+        default=largest_mb,
+        help=f"largest document file (or .jsonl line) to read, in MB; 0: no limit (default {largest_mb:g})",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=cmd_ingest)

@@ -59,13 +59,15 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 def add_commands(subparsers: Any) -> None:
     from reground.tools.adapters.local_server import DEFAULT_MODEL
+    from reground.tools.tuning.models import LOCAL_SERVER
 
     llm = subparsers.add_parser("llm", help="the embedded local LLM server (llama.cpp)")
     commands = llm.add_subparsers(dest="llm_command", metavar="COMMAND", required=True)
     serve = commands.add_parser("serve", help="start the local OpenAI-compatible server in the background")
     serve.add_argument("--model", default=DEFAULT_MODEL, help=f"model name or a .gguf path (default {DEFAULT_MODEL})")
     serve.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
-    serve.add_argument("--n-ctx", type=int, default=4096, help="context window in tokens (default 4096)")
+    n_ctx = LOCAL_SERVER.n_ctx
+    serve.add_argument("--n-ctx", type=int, default=n_ctx, help=f"context window in tokens (default {n_ctx})")
     serve.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     serve.set_defaults(func=cmd_serve)
     status = commands.add_parser("status", help="show the server this data dir started")

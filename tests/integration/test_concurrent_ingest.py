@@ -1,6 +1,6 @@
 """Concurrent writers into one collection lose nothing; a manifest naming missing chunks is repaired.
 
-The issue this guards: two `reground ingest` runs of different files into one collection both
+What this guards: two `reground ingest` runs of different files into one collection both
 reported success, yet one document had no chunks while the manifest listed it, so every later ingest
 called it unchanged. Here four processes ingest disjoint files into one fresh collection at the same
 moment, twenty times, and each time the collection must equal a sequential ingest of the same files

@@ -453,7 +453,7 @@ def test_an_empty_question_is_answered_not_failed(client: Any, question: str) ->
 def test_llm_killed_mid_answer_fails_the_run_clearly_then_the_thread_holds_one_message_per_question(
     client: Any, server: LanggraphDev, tmp_path: Path
 ) -> None:
-    """Kill the LLM server while a call is in flight, restart it, ask again (issue 15)."""
+    """Kill the LLM server while a call is in flight, restart it, ask again."""
     _requires_local_llm()
     from reground.tools.adapters.local_server import launch
 

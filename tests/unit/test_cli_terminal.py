@@ -1,4 +1,4 @@
-"""The CLI as an attacker's document and a careless user meet it (issue 29, items 3 and 5): escape sequences never
+"""The CLI as an attacker's document and a careless user meet it: escape sequences never
 reach stored text or the terminal, an empty scope says so with a hint, large files are refused with one line,
 `ingest` without paths is an error, library warnings stay off stderr, and a closed pipe ends the CLI quietly."""
 

@@ -1,6 +1,6 @@
 """The engine backend's scope tokens let through exactly what the embedded store's `matches` lets through.
 
-The engine applies a user's scope inside SQL (`scope_tokens && ARRAY[...]` per field, tools/stores/postgres.py);
+The engine applies a user's scope inside SQL (`scope_tokens && ARRAY[...]` per field, tools/stores/scope.py);
 the embedded index applies `search_index.matches`. The two must agree on every metadata and scope, including the
 edge cases: comma-separated values, 'all' as a whole value or as one part, and field names or values holding '='.
 """
@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reground.tools.stores.postgres import scope_clause, scope_tokens
+from reground.tools.stores.scope import scope_clause, scope_tokens
 from reground.tools.stores.search_index import matches, normalize_where
 
 WORDS = st.sampled_from(["DE", "US", "all", "a=b", "b", "c", "DE,all", "US,DE", "b=c", "x,y"])

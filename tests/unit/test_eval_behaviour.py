@@ -1,4 +1,4 @@
-"""Answer, abstain or ask (issue 12) and the answer-relevance report (issue 11): the classification
+"""Answer, abstain or ask and the answer-relevance report: the classification
 rule, the behaviour table per answerability class, per-case collection scoping on a tiny real store
 with two collections, labels kept in every row, the correlation block, the report, and the runs
 that score nothing (an error, never a table of zeros)."""

@@ -106,7 +106,7 @@ def test_context_falls_back_to_environment_variables(monkeypatch: pytest.MonkeyP
     assert Context(top_n=2).top_n == 2, "an explicit value wins over the environment"
 
 
-# --- issue 15: errors users can act on, letter-free questions, failed turns leave no debris ---------
+# --- errors users can act on, letter-free questions, failed turns leave no debris ---------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The LLM groundedness judge runs only when the cheap signals land near the threshold (issue 14: the old test
+"""The LLM groundedness judge runs only when the cheap signals land near the threshold (the old test
 forced the judge with a band of 1.0, so the band itself was untested)."""
 
 from __future__ import annotations

@@ -3,14 +3,13 @@ sentence that introduces them, heading paths and variants carried by chunks, ans
 
 from __future__ import annotations
 
-import pytest
 from reground.tools.text.chunking import chunk_document
 from reground.tools.text.code_blocks import indent_code_blocks, trim_code_blocks
 from reground.tools.text.loaders import Document, html_text
 from reground.tools.text.markdown import looks_like_markdown, normalise_inline, parse_markdown
 from reground.tools.text.sentences import has_structure, sentence_spans, split_unit, text_sentences
 
-PAGE = '''---
+PAGE = """---
 title: Query parameters
 ---
 # Query Parameters { #query-parameters }
@@ -52,7 +51,7 @@ The JS client needs `createClient()`.
 | Flag | Meaning |
 |------|---------|
 | `--reload` | restart on change |
-'''
+"""
 
 
 def _doc(text: str = PAGE, doc_id: str = "docs/query.md") -> Document:
@@ -80,7 +79,7 @@ def test_blocks_carry_heading_path_admonition_labels_and_variants() -> None:
     assert paragraphs["The JS client needs `createClient()`."].variant == "JavaScript"
     code = next(b for b in blocks if b.kind == "code")
     assert code.path == ("Query Parameters", "Optional parameters")
-    assert code.text.startswith("```python\n@app.get") and "    return {\"q\": q}" in code.text
+    assert code.text.startswith("```python\n@app.get") and '    return {"q": q}' in code.text
     assert not any("title:" in b.text or "{ #" in b.text for b in blocks)
 
 
@@ -106,7 +105,9 @@ def test_a_long_code_block_is_cut_at_blank_lines_into_marked_parts() -> None:
 
 
 def test_plain_text_keeps_the_paragraph_chunker() -> None:
-    plain = "Know your rights\nThe office regulates all shops. You must register.\n\nThe complaint process\nA rep calls."
+    plain = (
+        "Know your rights\nThe office regulates all shops. You must register.\n\nThe complaint process\nA rep calls."
+    )
     assert not looks_like_markdown(plain, "policy.txt")
     assert looks_like_markdown(PAGE) and looks_like_markdown("x", "a.md")
     (chunk,) = chunk_document(Document("p", "Policy", plain), max_tokens=160)
@@ -114,7 +115,10 @@ def test_plain_text_keeps_the_paragraph_chunker() -> None:
 
 
 def test_a_unit_is_a_sentence_with_the_code_or_table_it_introduces() -> None:
-    text = "Install it first.\n\nRun this:\n\n```console\n$ uv add  --dev pytest\n```\n\nThen test it now.\n\n| a | b |\n|---|---|"
+    text = (
+        "Install it first.\n\nRun this:\n\n```console\n$ uv add  --dev pytest\n```\n\n"
+        "Then test it now.\n\n| a | b |\n|---|---|"
+    )
     units = text_sentences(text)
     assert units == [
         "Install it first.",

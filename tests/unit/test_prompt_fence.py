@@ -1,4 +1,4 @@
-"""Retrieved text is shown fenced as quoted material, and the model is told so once per prompt (issue 15 item 2)."""
+"""Retrieved text is shown fenced as quoted material, and the model is told so once per prompt."""
 
 from __future__ import annotations
 

@@ -158,7 +158,7 @@ def _answer_prompts() -> dict[str, str]:
 def test_rewording_the_answer_prompt_changes_nothing_but_the_prompt(
     name: str, hr_store: Any, hr_store_dir: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 14's 'done when': the scripted model routes by call tags, so a reworded answer prompt (in the module,
+    """The scripted model routes by call tags, so a reworded answer prompt (in the module,
     and through the context) still gets the scripted answer and the turn passes."""
     original = _answer_prompts()[name]
     reworded = _reword(original)

@@ -188,11 +188,13 @@ def test_reads_of_the_whole_collection_go_page_by_page(
 ) -> None:
     from dataclasses import replace
 
-    import reground.tools.stores.store as store_module
+    import reground.tools.stores.chroma.collection as collection_module
+    import reground.tools.stores.chroma.reads as reads_module
 
     whole = store.load_snapshot()
     # every read of the collection takes several pages
-    monkeypatch.setattr(store_module, "STORE_IO", replace(store_module.STORE_IO, snapshot_page=1))
+    for module in (collection_module, reads_module):
+        monkeypatch.setattr(module, "STORE_IO", replace(module.STORE_IO, snapshot_page=1))
     paged = store.load_snapshot()
     assert sorted(c["chunk_id"] for c in paged.chunks) == sorted(c["chunk_id"] for c in whole.chunks)
     assert len(paged.chunks) >= 2 and len(paged.row_ids) == len(paged.chunks) == len(paged.vectors)

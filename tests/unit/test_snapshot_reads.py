@@ -1,4 +1,4 @@
-"""A turn reads one consistent version of a collection while an ingest replaces its documents (issue 29, item 4):
+"""A turn reads one consistent version of a collection while an ingest replaces its documents:
 `reground ask` crashed with Chroma's "Error finding id" via SearchIndex._load -> PassageStore._read_live."""
 
 from __future__ import annotations
@@ -102,9 +102,9 @@ def test_a_read_that_keeps_failing_is_one_clear_store_error(
         raise InternalError("Error finding id")
 
     monkeypatch.setattr(store, "_read_live", broken)
-    import reground.tools.stores.store as store_module
+    import reground.tools.stores.chroma.reads as reads_module
 
-    monkeypatch.setattr(store_module, "STORE_IO", replace(store_module.STORE_IO, snapshot_backoff_s=0.0))
+    monkeypatch.setattr(reads_module, "STORE_IO", replace(reads_module.STORE_IO, snapshot_backoff_s=0.0))
     with pytest.raises(StoreError, match=r"changed during each of \d+ reads"):
         store.load_snapshot()
 

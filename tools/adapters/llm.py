@@ -193,7 +193,7 @@ _REACHABLE: dict[str, float] = {}
 
 
 def ensure_reachable(spec: str, *, timeout_s: float = ENDPOINTS.reachable_timeout_s) -> str:
-    """The base URL if a server answers there (checked at most every 30 s), else LLMUnavailableError.
+    """The base URL if a server answers there (checked at most every REACHABLE_TTL_S), else LLMUnavailableError.
 
     A provider with its own API (no OpenAI-compatible URL) is not probed: "" is returned and its first call
     reports what is wrong.

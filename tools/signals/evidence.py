@@ -341,10 +341,11 @@ MIN_REPLY_CONTENT_WORDS = EVIDENCE.min_reply_content_words
 
 
 def stands_as_reply(text: str) -> bool:
-    """Whether a sentence can be a whole reply: not a fragment (a heading or a list item, "Plan the migration": a
-    single line of at most MAX_FRAGMENT_WORDS words with no closing punctuation), not lines of headings only, and not
-    a pointer whose link is the message ("For more information, see [Tags for Block Storage](https://...)": fewer content words outside its
-    links than MIN_REPLY_CONTENT_WORDS or than in the links' labels)."""
+    """Whether a unit can be a whole reply: not a fragment (a heading or a list item, "Plan the migration": a single
+    line of at most MAX_FRAGMENT_WORDS words with no closing punctuation), not lines of headings only, not a code
+    block or table with no sentence of its own, and not a pointer whose link is the message ("For more information,
+    see [Tags for Block Storage](https://...)": fewer content words outside its links than MIN_REPLY_CONTENT_WORDS or
+    than in the links' labels)."""
     prose, structured = split_unit(text)
     stripped = prose.strip()
     if not stripped:

@@ -28,6 +28,17 @@ def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def notify_waiting(on_wait: WaitNotice | None, collection: str, holder: str) -> None:
+    """Tell `on_wait` (default: stderr) that a writer waits for `holder` (e.g. "pid 4242"), once, before it waits:
+    every store's write lock says it the same way."""
+    (on_wait or _stderr)(f"waiting for another ingest into {collection} ({holder})…")
+
+
+def lock_timeout(collection: str, holder: str, timeout_s: float) -> TimeoutError:
+    """The error of a writer that waited `timeout_s` for another one's lock."""
+    return TimeoutError(f"another ingest into {collection} ({holder}) held its lock for over {timeout_s:.0f} s")
+
+
 def lock_path(data_dir: Path, collection: str, chroma_url: str = "") -> Path:
     """`<data_dir>/locks/<collection>.lock` beside the embedded store.
 
@@ -70,7 +81,7 @@ def collection_lock(
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            (on_wait or _stderr)(f"waiting for another ingest into {collection} (pid {_holder(handle)})…")
+            notify_waiting(on_wait, collection, f"pid {_holder(handle)}")
             if timeout_s is None:
                 fcntl.flock(handle, fcntl.LOCK_EX)
             else:
@@ -80,10 +91,7 @@ def collection_lock(
                         break
                     except BlockingIOError:
                         if time.monotonic() - started > timeout_s:
-                            raise TimeoutError(
-                                f"another ingest into {collection} (pid {_holder(handle)}) held its lock "
-                                f"for over {timeout_s:.0f} s"
-                            ) from None
+                            raise lock_timeout(collection, f"pid {_holder(handle)}", timeout_s) from None
                         time.sleep(LOCKS.poll_s)
         waited = time.monotonic() - started
         os.ftruncate(handle, 0)

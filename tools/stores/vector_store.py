@@ -41,6 +41,14 @@ class CollectionNotFoundError(StoreError):
     """The collection does not exist; the message lists the ones that do."""
 
 
+def collection_not_found(
+    collection: str, where: str, known: Sequence[str], create: str = ""
+) -> CollectionNotFoundError:
+    """The error for a collection `where` does not hold: the ones it does, and (given) the command that creates it."""
+    message = f"collection {collection!r} does not exist in {where} (known: {', '.join(known) or 'none'})"
+    return CollectionNotFoundError(f"{message}; create it with `{create}`" if create else message)
+
+
 class EmptyCollectionError(StoreError):
     """The collection exists but holds no chunks."""
 
@@ -128,7 +136,8 @@ class Snapshot:
 
 def pack_sentence_vectors(vectors: np.ndarray) -> bytes:
     """Vectors as int8, each row scaled so its largest component is 127 (the scale needs no storing: rows are
-    re-normalised when unpacked): a quarter of float32, cosine to the original > 0.9995."""
+    re-normalised when unpacked): a quarter of float32, cosine to the original > 0.9995
+    (tests/unit/test_tokens_embeddings.py)."""
     rows = np.asarray(vectors, dtype=np.float32)
     scale = 127.0 / np.clip(np.abs(rows).max(axis=1, keepdims=True), 1e-12, None)  # fact: the int8 range
     return np.clip(np.rint(rows * scale), -127, 127).astype(np.int8).tobytes()  # fact: the int8 range

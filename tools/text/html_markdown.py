@@ -74,9 +74,9 @@ class _Writer:
                 self.paragraph.append(_inline(child))
                 continue
             self.flush(indent)
-            role = (child.get("role") or "").lower()
+            role = str(child.get("role") or "").lower()
             if role == "tablist":
-                tabs = [" ".join(t.get_text(" ").split()) for t in child.find_all(attrs={"role": "tab"})]
+                tabs = [" ".join(t.get_text(" ").split()) for t in child.find_all(True) if t.get("role") == "tab"]
             elif role == "tabpanel":
                 label = tabs.pop(0) if tabs else str(child.get("aria-label") or "Tab")
                 self.block(indent, [f'=== "{label}"'])

@@ -340,7 +340,7 @@ class _Parser:
             if not line.strip():
                 following = next((ln for ln in lines[i + 1 :] if ln.strip()), "")
                 if following and (
-                    _LIST_ITEM.match(following) and _indent(following) >= base or _indent(following) > base
+                    (_LIST_ITEM.match(following) and _indent(following) >= base) or _indent(following) > base
                 ):
                     if _FENCE.match(following):
                         break

@@ -53,7 +53,8 @@ def normalised(text: str) -> str:
 # alone when nothing does. Either way it is one *answer unit*.
 _FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})")
 _STRUCTURED = re.compile(
-    r"(?:^|(?<=\n))(?P<fence>`{3,}|~{3,})[^\n]*\n.*?\n(?P=fence)[ \t]*(?=\n|$)|(?:^|(?<=\n))(?:\|[^\n]*\|[ \t]*(?:\n|$))+",
+    r"(?:^|(?<=\n))(?P<fence>`{3,}|~{3,})[^\n]*\n.*?\n(?P=fence)[ \t]*(?=\n|$)"  # a fenced code block
+    r"|(?:^|(?<=\n))(?:\|[^\n]*\|[ \t]*(?:\n|$))+",  # a table's rows
     re.S,
 )
 

@@ -1,8 +1,8 @@
-"""The home of every hand-set number of graph/, nodes/ and tools/: each with its meaning and what measured it.
+"""The home of every hand-set number of graph/, nodes/, tools/ and the CLI: each with its meaning and measurement.
 
 One frozen, typed group per stage, read by name (`TRIAGE.judge_answer_threshold`) by the nodes and tools, and by
 the run's Context, whose defaults come from here (nodes/context.py; a user changes a turn's values there, not
-here). `tests/unit/test_literals.py` fails on a bare number anywhere else in graph/, nodes/ or tools/.
+here). `tests/unit/test_literals.py` fails on a bare number anywhere else in graph/, nodes/, tools/ or reground/.
 
 - `turn`: the turn's decisions: budgets, triage, evidence and the answer, groundedness, refinement.
 - `models`: calls to chat and embedding models and the local server: token caps, temperatures, timeouts.

@@ -16,7 +16,7 @@ class ChatCalls:
     sample_temperature: float = 0.7
     # Initial answer samples N (ProMiSe best-of-N); 1: the 0.5B model's samples rarely differ usefully.
     n_samples: int = 1
-    # Timeout of one call: the 0.5B model on 2 busy cores answers a 3-passage prompt in 5-40 s.
+    # Timeout of one call: room for the 0.5B model on 2 busy cores to answer a 3-passage prompt.
     timeout_s: float = 120.0
     # Token caps: an answer, a rewritten question, the keyword reply, the groundedness judge's reply.
     max_answer_tokens: int = 120
@@ -48,7 +48,8 @@ class Endpoints:
     reachable_ttl_s: float = 30.0
     # How long the reachability probe waits.
     reachable_timeout_s: float = 3.0
-    # LangGraph retries of a node calling an LLM (1 s, then 2 s) or the store (0.2 s, then 0.4 s) on a transient error.
+    # LangGraph retries of a node calling an LLM or the store on a transient error: the attempts, the first wait,
+    # and the factor each later wait grows by.
     llm_retry_attempts: int = 3
     llm_retry_interval_s: float = 1.0
     store_retry_attempts: int = 3
@@ -65,8 +66,8 @@ class Embeddings:
 
     # Up to this many tokens in a batch (a turn's queries) run on one ONNX thread.
     small_batch_tokens: int = 256
-    # Short texts share an ONNX call while the padded batch stays within this many tokens: five 4-word keywords
-    # took 9.0 ms in one call vs 13.9 ms one at a time, five 16-word texts 20.4 vs 28.5 ms.
+    # Short texts share an ONNX call while the padded batch stays within this many tokens: timed, a few keywords or
+    # short texts took less in one call than one at a time, and longer ones lose to padding.
     shared_call_tokens: int = 96
     # Query vectors kept in memory (a conversation repeats its history queries).
     query_cache_size: int = 2048
@@ -84,8 +85,8 @@ class LocalServer:
 
     # Context window: a turn's prompt (3 passages, the dialogue cap, the rules) fits in 4,096 tokens.
     n_ctx: int = 4096
-    # How long a start may take (loading the 0.5B model takes 2-10 s; the 1.5B one up to a minute on a busy machine),
-    # and how often it is probed meanwhile.
+    # How long a start may take (load times: evals/results/bench.json `llm`; the 1.5B model takes far longer on a busy
+    # machine), and how often it is probed meanwhile.
     start_timeout_s: float = 180.0
     start_poll_s: float = 0.25
     # Stopping: SIGTERM, this long for it to exit, then SIGKILL; polled this often.
@@ -107,9 +108,9 @@ class Reader:
     # Tokens of the question (read in its dialogue) at most, and of the whole pair with its three markers.
     question_tokens: int = 64
     pair_tokens: int = 128
-    # Pairs per ONNX call. One: a turn's 16 sentences took 47 ms one at a time against 78 ms in batches of 32
-    # (median of 60 doc2dial turns, 2 busy cores), and int8 dynamic quantisation scales activations per call, so a
-    # batch would make a sentence's score depend on its neighbours.
+    # Pairs per ONNX call. One: a turn's sentences took less one at a time than in one batch (doc2dial turns, 2 busy
+    # cores), and int8 dynamic quantisation scales activations per call, so a batch would make a sentence's score
+    # depend on its neighbours.
     batch_pairs: int = 1
     # (question, sentence) logits kept in memory: a turn reads the same pairs in triage, the readings and rerank.
     cached_pairs: int = 4096

@@ -54,10 +54,10 @@ class RetrievalSettings:
     # How a chunk-level signal's document scores are scaled before weighting: "max" (score / best) or "minmax"
     # ((score - lowest found) / (best - lowest found)), which spreads dense cosines that all sit near the best.
     normalization: Literal["max", "minmax"] = "max"
-    # Weight of the keyword cosines' sum in the paragraph score (ConvRAG's fine-grained term). 0 since 2026-11-25: on
-    # the 2,456 doc2dial dev turns with a gold answer (whole graph, scripted model) the 3 passages held the gold
-    # document in 0.922 of turns without it and 0.917 with 1.0, token F1 equal (0.276), and each keyword cost a row in
-    # the turn's embedding call. The keywords still reach the lexical signals.
+    # Weight of the keyword cosines' sum in the paragraph score (ConvRAG's fine-grained term). 0: on the doc2dial
+    # dev turns with a gold answer (whole graph, scripted model) the kept passages held the gold document no more
+    # often with it, token F1 equal, and each keyword cost a row in the turn's embedding call (evals/README.md,
+    # "Retrieval"). The keywords still reach the lexical signals.
     keyword_weight: float = 0.0
     lexical_paragraph_weight: float = 0.3  # weight of a BM25-like term in the paragraph score
     doc_prior_weight: float = 3.0  # weight of the normalised document score in a paragraph's score
@@ -67,10 +67,9 @@ class RetrievalSettings:
     # before a second paragraph of one document; 0 = plain score order.
     same_document_penalty: float = 0.03
     # The default rerank (`sentence_rerank`): a candidate's retrieval score (max-normalised) plus this weight times
-    # the cosine of its sentence closest to the question. On the 2,456 doc2dial dev turns with a gold answer (whole
-    # graph, scripted model) the 3 kept passages held the gold document in 0.921 of turns with the fusion rerank,
-    # 0.928 with the retrieval order alone, and 0.931 / 0.933 / 0.932 / 0.931 with weights 0.2 / 0.3 / 0.45 / 0.6
-    # (first turns: 0.769 fusion, 0.785 retrieval order, 0.806 at 0.3); evals/README.md, "Rerank".
+    # the cosine of its sentence closest to the question. On the doc2dial dev turns with a gold answer (whole graph,
+    # scripted model) the kept passages held the gold document more often than with the fusion rerank or the
+    # retrieval order alone, about equally for weights 0.2-0.6 (evals/README.md, "Rerank by sentence").
     sentence_rerank_weight: float = 0.3
     # Topic shifts: a user message of at least `shift_min_terms` content words the documents use (a message in words
     # they never use, e.g. another language, matches nothing anywhere) whose best match inside the document
@@ -83,10 +82,9 @@ class RetrievalSettings:
     # A user message needs only `shift_min_terms_standalone` known content words when it stands alone (no
     # pronoun, ellipsis or unnamed definite reference: tools/answerability.stands_alone) and shares no content word
     # with the dialogue: "How do I book a flight for a business trip?" after parental leave has three. Earlier
-    # messages are judged by the same rule, so the new topic holds for the follow-ups after it. On all 2,945 dev
-    # cases the rule costs r@1 0.8543 -> 0.8516 and passages r@3 0.9314 -> 0.9304; without the shared-word gate,
-    # generic in-topic follow-ups ("Can I pay with my bank account?") shifted: r@1 0.8520, passages r@3 0.9294 for
-    # the current question alone.
+    # messages are judged by the same rule, so the new topic holds for the follow-ups after it. On the doc2dial dev
+    # cases the rule costs a little recall (evals/README.md, "Retrieval"); without the shared-word gate, generic
+    # in-topic follow-ups ("Can I pay with my bank account?") shifted and cost more.
     detect_topic_shift: bool = True
     shift_min_terms: int = 8
     shift_min_terms_standalone: int = 3

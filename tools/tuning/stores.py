@@ -11,11 +11,11 @@ from typing import Final
 class IndexSettings:
     """How dense search runs. `exact`: every vector in memory, a matrix product per query (exact; memory and time
     grow with the collection). `hnsw`: the store's own approximate index (Chroma's HNSW), no vectors in memory.
-    `auto`: hnsw from `ann_min_chunks` live chunks on. Measured (evals/results/bench.json, `scale`; busy machine,
-    median of a dense search): 2,218 chunks exact 0.4 ms, HNSW 6 ms; 20,000 a toss-up (6 vs 23 ms in one run, 11
-    vs 3 ms in another); 200,000 exact 42 ms, HNSW 4 ms, HNSW's top 10 holding 97% of the exact top 10's source
-    documents. Exact search grows linearly, so the switch sits between: 50,000 (~10 ms exact). Embedded, Chroma
-    keeps its HNSW index in the same process, so memory hardly drops; with a Chroma server it is the server's."""
+    `auto`: hnsw from `ann_min_chunks` live chunks on. Measured in evals/results/bench.json `scale`: exact is faster
+    at doc2dial's size, a toss-up near 20,000 chunks, and far slower at 200,000, where HNSW's top 10 still holds
+    nearly all of the exact top 10's source documents; exact search grows linearly, so the switch sits between.
+    Embedded, Chroma keeps its HNSW index in the same process, so memory hardly drops; with a Chroma server it is
+    the server's."""
 
     dense: str = "auto"
     ann_min_chunks: int = 50_000
@@ -75,12 +75,14 @@ class Ingest:
     code_cut_slack: float = 1.5  # a code part may grow to this many budgets while it waits for a blank line to cut at
     # Link targets a chunk keeps in its metadata (the citation shows them; the text keeps the links' words).
     max_chunk_links: int = 8
-    # A one-document file larger than this is refused: a 50 MB text file took 150 s and 1.8 GB to index.
+    # A one-document file larger than this is refused: far larger ones took minutes and gigabytes to index.
     max_file_bytes: int = 16 * 2**20
     # From this size on, reading a file says so on the progress callback.
     large_file_bytes: int = 2 * 2**20
     # Bytes looked at for a NUL to call a file binary.
     binary_sniff_bytes: int = 8192
+    # Documents a repair dropped, named in `reground ingest`'s summary at most.
+    repaired_named: int = 5
 
 
 @dataclass(frozen=True)
@@ -102,8 +104,8 @@ class EngineStore:
     bm25_k1: float = 1.5
     bm25_b: float = 0.75
     # Postings each query term reads, best impact first (a rarer term is read whole: exact BM25), and candidates
-    # rescored exactly per wanted hit. At 200,000 chunks one history-query search took 254 ms exact, 116 ms at
-    # 4,000 postings (top-50 overlap with exact 0.968) and 53 ms at 1,500 (overlap 0.898 with 4,000's).
+    # rescored exactly per wanted hit. Chosen at 200,000 chunks from the time and the top-50 overlap with exact
+    # scoring per depth (evals/results/scale, docs/deployment.md).
     lexical_postings: int = 1500
     rescore_factor: int = 3
     # Candidates ranked before the chunks are joined, per wanted hit, when a scope will filter them; the factor the

@@ -34,7 +34,7 @@ class Budgets:
     keyword_recent_messages: int = 2
     # The forced-history re-ground query reads this many times the usual dialogue budget (ReGround +Force).
     forced_history_factor: int = 3
-    # LangGraph recursion limit of a turn: far above the loops' own caps (a turn takes at most ~20 steps).
+    # LangGraph recursion limit of a turn: a backstop far above the longest turn the loops' own counters allow.
     recursion_limit: int = 60
 
 
@@ -52,18 +52,19 @@ class Triage:
     # The most readings triage finds for an ambiguous reference (answerability.readings): a clarify count above
     # it could never be reached, so the context refuses one.
     max_readings: int = 4
-    # Documents that must fit an ambiguous reference before the turn asks back, later in a dialogue and in its
-    # opening question (2 at the opening: MTRAG-UN dev asks back on 67% of underspecified tasks instead of 44%,
-    # but doc2dial dev on 151 of 2,456 answerable turns instead of 107).
     # Ask back when the ask-back model (tools/signals/ask_back.py, trained on MTRAG-UN dev's underspecified tasks)
     # finds the question too underspecified to answer; its threshold is calibrated with it (evals/ask_back.py).
     learned_ask_back: bool = True
     # The model reads at most this many unresolved references of a question (more say nothing more).
     ask_back_max_references: int = 3
+    # Documents that must fit an ambiguous reference before the turn asks back, later in a dialogue and in its
+    # opening question. Fewer at the opening asks back on more of MTRAG-UN dev's underspecified tasks but also on
+    # more of doc2dial dev's answerable turns (evals/README.md, "Asking back").
     clarify_min_readings: int = 4
     clarify_min_readings_opening: int = 4
-    # A document is a reading when its retrieval score is at least this share of the best: LLM-free, 0.8 asks back
-    # on 85 of 2,945 doc2dial dev turns instead of 116 at 0.7, on the same 11 underspecified MTRAG-UN dev tasks.
+    # A document is a reading when its retrieval score is at least this share of the best: LLM-free, it asks back
+    # on fewer doc2dial dev turns than a lower share, on the same underspecified MTRAG-UN dev tasks (evals/README.md,
+    # "Asking back").
     reading_ratio: float = 0.8
     # Words of a document's text that name a reading when it has no title.
     reading_label_words: int = 8
@@ -96,11 +97,12 @@ class Evidence:
 
     # Weight of the question's MiniLM cosine beside its word overlap.
     dense_weight: float = 1.0
-    # Weight of a follow-up's cosine with the question read in its dialogue: doc2dial dev, LLM-free reply token F1
-    # on the 1,068 follow-ups that depend on the dialogue 0.257 -> 0.264.
+    # Weight of a follow-up's cosine with the question read in its dialogue: it lifts the LLM-free reply token F1 of
+    # the doc2dial dev follow-ups that depend on the dialogue (evals/README.md, "Passages and replies without an LLM").
     dialogue_weight: float = 0.5
     # Continuity: the sentence after the previous reply's gains this much, fading over `continuity_window`
-    # sentences; doc2dial dev LLM-free reply token F1 0.2844 -> 0.2888 (weights 0.1-0.3, windows 4-16 measured).
+    # sentences; chosen on doc2dial dev's LLM-free reply token F1 (evals/README.md, "Passages and replies without an
+    # LLM", which lists the weights and windows measured).
     continuity_weight: float = 0.2
     continuity_window: int = 8
     # A passage sentence restating a sentence of the previous reply at this token F1 or more is where it came from
@@ -108,12 +110,14 @@ class Evidence:
     continuity_match: float = 0.5
     # Only a previous reply of at most this many sentences has a "next" (longer ones gather from several places).
     continuity_max_reply_sentences: int = 2
-    # With the judge: evidence ranks by its score plus this x the judge's probability; doc2dial dev dialogues not
-    # trained on: answer-sentence MRR 0.536 -> 0.600, top sentence's token F1 unchanged.
+    # With the judge: evidence ranks by its score plus this x the judge's probability; on the doc2dial dialogues the
+    # judge never saw this blend ranks answer sentences above the hand ranking (evals/results/judge/summary.json,
+    # answer_sentence_mrr_graph_blend against answer_sentence_mrr_hand_ranking).
     judge_rank_weight: float = 1.0
     # With the judge: the reader's logit (adapters/cross_encoder.py) joins the judge's at this weight; 0 skips the
-    # reader (about 60 ms a turn). doc2dial held-out answer-sentence MRR 0.619 -> 0.640 at 1; weights 0.5-1 measured
-    # about equal on the validation dialogues (evals/README.md, Judge).
+    # reader and its cost (evals/results/judge/cost.json). At 1 the held-out answer-sentence MRR rises over the judge
+    # alone (evals/results/judge/summary.json, with_reader); weights 0.5-1 measured about equal on the validation
+    # dialogues (evals/README.md, Judge).
     reader_weight: float = 1.0
     # Which ranks answer units: the unit ranker (signals/units.py) "on", "off", or "auto" (when the candidates hold
     # a code block or a table: the documentation it was trained on).
@@ -127,8 +131,8 @@ class Evidence:
     # Extracted reply lengths (doc2dial dev for 'sentence', MTRAG-UN dev's ~75-word references for 'paragraph').
     # 'conversation' runs until the reply is as long as the conversation's assistant replies so far (their median
     # words), from the best passage's sentences scoring at least half the best, at most six; chosen on the doc2dial
-    # validation dialogues (sha1 in [0.6, 0.8), replayed offline: reply F1 0.343 -> 0.349; six set a priori, the
-    # validation set cannot tell four from six). Not the default: evals/README.md, "Reply length", says why.
+    # validation dialogues (sha1 in [0.6, 0.8), replayed offline; six set a priori, the validation set cannot tell
+    # four from six). Not the default: evals/README.md, "Reply length", says why.
     answer_lengths: Mapping[str, AnswerLength] = field(
         default_factory=lambda: MappingProxyType(
             {
@@ -146,8 +150,8 @@ class Evidence:
     max_code_lines: int = 16
     # An answer whose words are mostly the previous reply's (ROUGE-L precision at least this) repeats it.
     repeat_precision: float = 0.8
-    # A fragment ('Plan the migration') of at most this many words is never a whole reply: MTRAG-UN dev ANSWERABLE
-    # F1 0.2655 -> 0.2673 (d90730a).
+    # A fragment ('Plan the migration') of at most this many words is never a whole reply (a small gain in MTRAG-UN
+    # dev ANSWERABLE token F1; evals/README.md, "Passages and replies without an LLM").
     max_fragment_words: int = 5
     # A reply needs at least this many content words.
     min_reply_content_words: int = 2

@@ -1,0 +1,129 @@
+"""Writing a Chroma collection: a document's new generation written and read back, the manifest flipped to it,
+the old generation deleted, the flip verified (the protocol `chroma.collection` describes)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from reground.tools.stores.chroma.collection import ChromaCollection
+from reground.tools.stores.vector_store import EmbeddedDocument, StoreError, sentence_vectors_text
+from reground.tools.stores.vectors import chunk_vectors
+from reground.tools.tuning.stores import STORE_IO
+from reground.tools.types import Chunk
+
+META_PREFIX = "m_"  # chunk metadata: each metadata field, for Chroma's own filters
+SENTENCE_VECTORS_KEY = "sentence_vectors"  # chunk metadata: its sentences' vectors (`pack_sentence_vectors`)
+
+
+def generation_for(doc_id: str, content_hash: str) -> str:
+    """Deterministic per document content: two writers of the same content write the same rows."""
+    return hashlib.sha256(f"{doc_id}\0{content_hash}".encode()).hexdigest()[:12]  # fact: the generation id format
+
+
+class ChromaWrites(ChromaCollection):
+    """The VectorStore's writes: replacing and deleting documents under the write lock."""
+
+    def replace_document(self, doc_id: str, content_hash: str, chunks: list[Chunk]) -> None:
+        """Write the new generation, read it back, flip the manifest, delete the old generation, verify.
+
+        The generation follows the content, so a retry (or a second writer of the same content) rewrites
+        the same rows. If another writer (on a Chroma server) deleted this generation before or after the
+        flip, it is written again, up to STORE_IO.write_attempts times.
+        """
+        with self.writing():
+            self.write_embedded(EmbeddedDocument(doc_id, content_hash, chunks, *chunk_vectors(self.embedder, chunks)))
+
+    def write_embedded(self, document: EmbeddedDocument) -> None:
+        """`replace_document` with the chunks already embedded: same write protocol, under the write lock."""
+        doc_id, content_hash, chunks, vectors, sentences = document
+        generation = generation_for(doc_id, content_hash)
+        with self.writing():
+            for _attempt in range(STORE_IO.write_attempts):
+                self._write_generation(chunks, generation, vectors, sentences)
+                self._manifest.upsert(
+                    ids=[doc_id],
+                    documents=[doc_id],
+                    metadatas=[{"hash": content_hash, "generation": generation, "chunks": len(chunks)}],
+                    embeddings=[[0.0]],
+                )
+                self._delete_generations(doc_id, keep=generation)
+                self._bump_version()
+                if self._verified(doc_id, generation, len(chunks)):
+                    return
+        raise StoreError(
+            f"collection {self.collection!r}: document {doc_id!r} could not be written completely after "
+            f"{STORE_IO.write_attempts} attempts (another writer kept replacing it); run the ingest again"
+        )
+
+    def _write_generation(
+        self, chunks: list[Chunk], generation: str, vectors: Any, sentences: Sequence[bytes | None] = ()
+    ) -> None:
+        if not chunks:
+            return
+        written_at = time.time()
+        metadatas = [self._chunk_metadata(c, generation, written_at) for c in chunks]
+        for meta, packed in zip(metadatas, sentences, strict=False):
+            if packed:
+                meta[SENTENCE_VECTORS_KEY] = sentence_vectors_text(packed)
+        ids = [f"{c['chunk_id']}:{generation}" for c in chunks]
+        for start in range(0, len(ids), STORE_IO.write_batch):
+            end = start + STORE_IO.write_batch
+            self._chunks.add(
+                ids=ids[start:end],
+                documents=[c["text"] for c in chunks[start:end]],
+                metadatas=metadatas[start:end],
+                embeddings=vectors[start:end].tolist(),
+            )
+        found = set(self._chunks.get(ids=ids, include=[])["ids"])
+        if len(found) != len(ids):
+            raise StoreError(
+                f"collection {self.collection!r}: Chroma kept {len(found)} of {len(ids)} chunks of "
+                f"{chunks[0]['doc_id']!r}; nothing was flipped, run the ingest again"
+            )
+
+    def _verified(self, doc_id: str, generation: str, expected: int) -> bool:
+        """After the flip: the manifest names this generation with all its chunks, or another writer's."""
+        got = self._manifest.get(ids=[doc_id], include=["metadatas"])
+        metas = got.get("metadatas") or []
+        named = str((metas[0] or {}).get("generation", "")) if metas else ""
+        if named and named != generation:
+            return True  # superseded by a later writer of this document: its write is whole or it retries
+        held = self._chunks.get(where={"$and": [{"doc_id": doc_id}, {"generation": generation}]}, include=[])
+        return bool(named) and len(held["ids"]) == expected
+
+    def delete_document(self, doc_id: str) -> int:
+        with self.writing():
+            existing = self._chunks.get(where={"doc_id": doc_id}, include=[])
+            # The manifest record goes first: a crash before the chunks are deleted leaves chunks no record
+            # names (unseen, collected by the next writer), never a record (and hash) naming deleted chunks.
+            self._manifest.delete(ids=[doc_id])
+            if existing["ids"]:
+                self._chunks.delete(ids=existing["ids"])
+            self._bump_version()
+            return len(existing["ids"])
+
+    def _delete_generations(self, doc_id: str, *, keep: str) -> None:
+        stale = self._chunks.get(where={"$and": [{"doc_id": doc_id}, {"generation": {"$ne": keep}}]}, include=[])
+        if stale["ids"]:
+            self._chunks.delete(ids=stale["ids"])
+
+    @staticmethod
+    def _chunk_metadata(chunk: Chunk, generation: str, written_at: float = 0.0) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            "doc_id": chunk["doc_id"],
+            "chunk_id": chunk["chunk_id"],
+            "title": chunk["title"],
+            "section": chunk["section"],
+            "url": chunk["url"],
+            "position": chunk["position"],
+            "generation": generation,
+            "written_at": written_at,
+            "metadata_json": json.dumps(chunk["metadata"], sort_keys=True),
+        }
+        for key, value in chunk["metadata"].items():
+            meta[META_PREFIX + key] = value if isinstance(value, (int, float, bool)) else str(value)
+        return meta
