@@ -22,6 +22,7 @@ from typing import Any
 from reground.evals.datasets import case_from_dict
 from reground.tools.errors import DataError
 from reground.tools.text.sentences import strip_citations
+
 from reground.web.turns import FEEDBACK_NAMESPACE
 
 PAGE_SIZE = 100  # store items read per request

@@ -390,6 +390,7 @@ def _feedback_export(args: argparse.Namespace) -> int:
 
     url = args.url or running_page_url(args.data_dir)
     counts = write_cases(fetch_feedback(url), args.out)
-    print(f"wrote {counts['cases']} rated turns ({counts['helpful']} helpful, {counts['not_helpful']} not) to {args.out}")
+    rated = f"{counts['cases']} rated turns ({counts['helpful']} helpful, {counts['not_helpful']} not)"
+    print(f"wrote {rated} to {args.out}")
     print(f"evaluate them: reground eval answers --docs <your documents .jsonl> --cases {args.out} --out <dir>")
     return 0

@@ -69,6 +69,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     from reground.web.server import pick_port, start_page_server
 
     signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started from a shell that ignores it
     data = data_dir(args.data_dir)
     _ensure_documents(data)
     policy = _policy(args, data)

@@ -10,6 +10,8 @@ from reground.evals.datasets import load_cases
 from reground.evals.feedback import feedback_case, write_cases
 from reground.tools.errors import DataError
 
+QUOTE = "You can carry over up to 5 unused days."
+
 
 def _record(rating: str, kind: str = "answer", **extra: Any) -> dict[str, Any]:
     return {
@@ -22,8 +24,7 @@ def _record(rating: str, kind: str = "answer", **extra: Any) -> dict[str, Any]:
         "answer": "You can carry over up to 5 unused days [1].",
         "kind": kind,
         "passed": True,
-        "citations": [{"number": 1, "doc_id": "annual-leave-de", "title": "Leave", "chunk_id": "c1",
-                       "quote": "You can carry over up to 5 unused days."}],  # fmt: skip
+        "citations": [{"number": 1, "doc_id": "annual-leave-de", "title": "Leave", "chunk_id": "c1", "quote": QUOTE}],
         "passage_doc_ids": ["annual-leave-de"],
         "collection": "demo-hr",
         "metadata_filter": {"country": "DE"},
@@ -44,8 +45,14 @@ def test_a_helpful_answer_becomes_a_case_with_its_reply_as_the_gold_answer() -> 
 
 @pytest.mark.parametrize(
     ("rating", "kind", "label"),
-    [("up", "partial", "PARTIAL"), ("up", "clarify", "UNDERSPECIFIED"), ("up", "hedge", "UNANSWERABLE"),
-     ("up", "abstain", "UNANSWERABLE"), ("down", "answer", None), ("down", "abstain", None)],  # fmt: skip
+    [
+        ("up", "partial", "PARTIAL"),
+        ("up", "clarify", "UNDERSPECIFIED"),
+        ("up", "hedge", "UNANSWERABLE"),
+        ("up", "abstain", "UNANSWERABLE"),
+        ("down", "answer", None),
+        ("down", "abstain", None),
+    ],
 )
 def test_labels_follow_the_rating_and_the_reply_kind(rating: str, kind: str, label: str | None) -> None:
     row = feedback_case(_record(rating, kind, note="should say 31 March"))

@@ -13,16 +13,17 @@ from typing import Any
 
 import pytest
 from langgraph.store.memory import InMemoryStore
-from reground.web.app import CONTENT_SECURITY_POLICY, STATIC, create_app
-from reground.web.guard import ScopeGuard
-from reground.web.policy import policy_from_json
-from reground.web.server import langgraph_config
-from reground.web.turns import FEEDBACK_NAMESPACE, feedback_record, thread_turns
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
+
+from reground.web.app import CONTENT_SECURITY_POLICY, STATIC, create_app
+from reground.web.guard import ScopeGuard
+from reground.web.policy import policy_from_json
+from reground.web.server import langgraph_config
+from reground.web.turns import FEEDBACK_NAMESPACE, feedback_record, thread_turns
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY = policy_from_json(
@@ -98,7 +99,7 @@ def _client(policy: Any = POLICY) -> tuple[TestClient, list[dict[str, Any]], Fak
 def test_the_page_and_its_assets_carry_a_strict_content_security_policy() -> None:
     client, _, _ = _client()
     page = client.get("/chat")
-    assert page.status_code == 200 and "<script src=\"/chat/static/app.js\"" in page.text
+    assert page.status_code == 200 and '<script src="/chat/static/app.js"' in page.text
     for response in (page, client.get("/chat/static/app.js"), client.get("/chat/static/style.css")):
         assert response.status_code == 200
         assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
@@ -172,7 +173,7 @@ def test_reads_and_the_pages_thread_writes_pass() -> None:
 
 
 def test_without_a_policy_everything_passes() -> None:
-    client, reached, _ = _client(None)
+    client, _, _ = _client(None)
     body = {**RUN, "context": {"collection": "anything", "data_dir": "/x"}}
     assert client.post("/threads/t1/runs/stream", json=body).json()["context"] == body["context"]
     assert client.post("/runs/wait", json=RUN).status_code == 200
