@@ -454,6 +454,36 @@ def test_a_document_with_script_and_an_exfiltration_image_renders_inert(tab: Pag
     assert [u for u in tab.requests if not u.startswith(ui.url)] == [], "only the page's own server is contacted"
 
 
+CODE_REPLY = {
+    "answer": "Start it with:\n\n```bash\nreground ui --port 8080 <img src=x onerror=\"window.__pwned='code'\">\n```"
+    "\n\nThen open `/chat` in a browser [1].",
+    "kind": "answer",
+    "passed": True,
+    "groundedness": 1.0,
+    "relevance": 1.0,
+    "citations": [{"number": 1, "doc_id": "ops", "title": "Operations", "url": "", "chunk_id": "c1", "quote": "x"}],
+    "passages": [{"chunk_id": "c1", "doc_id": "ops", "text": "x"}],
+}
+
+
+def test_a_fenced_block_in_a_reply_renders_as_code_and_stays_text(tab: Page) -> None:
+    """The page's own renderer on a reply with a fenced code block (replies that carry one come from the graph's
+    write mode): a code element with its language, inline code, the citation mark as a button, nothing run."""
+    page = tab.page
+    page.evaluate(
+        "reply => { const node = document.createElement('article'); node.id = 'probe';"
+        " document.getElementById('conversation').append(node);"
+        " renderReply(node, reply, {collection: 'ops', metadata_filter: {}}, null, null); }",
+        CODE_REPLY,
+    )
+    code = page.locator("#probe pre > code")
+    assert code.inner_text() == "reground ui --port 8080 <img src=x onerror=\"window.__pwned='code'\">"
+    assert code.get_attribute("data-language") == "bash"
+    assert page.locator("#probe p code").inner_text() == "/chat"
+    assert page.locator("#probe .cite").inner_text() == "[1]"
+    assert page.locator("img").count() == 0 and page.evaluate("window.__pwned") is None
+
+
 def test_the_page_cannot_widen_its_scope(tab: Page, ui: UI) -> None:
     page = tab.page
     page.evaluate(
