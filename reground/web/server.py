@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 
 from reground.tools.adapters.local_server import free_port, log_tail
+from reground.tools.errors import RegroundError
 
 GRAPHS = {"reground": "reground.graph.builder:graph", "ingest": "reground.graph.ingest_graph:graph"}
 CUSTOM_APP = "reground.web.app:app"
@@ -40,7 +41,7 @@ STOP_GRACE_S = 10.0
 LOG_LINES = 30
 
 
-class ServerStartError(RuntimeError):
+class ServerStartError(RegroundError, RuntimeError):
     """`langgraph dev` exited or did not answer; the message carries its log's tail."""
 
 
