@@ -265,7 +265,6 @@ def test_the_demo_turns_get_cited_replies_and_the_page_measures_them(tab: Page, 
     page.set_viewport_size({"width": 1280, "height": 760})
     replies[2].locator(".source-open").first.click()  # the follow-up answered from the dialogue, its passage open
     page.locator("#passage mark").wait_for()
-    replies[1].scroll_into_view_if_needed()
     screenshot(tab, "chat-cited-reply.png")
     timings = page.evaluate("window.__reground.timings")
     _record_timings(timings, tmp_path)
