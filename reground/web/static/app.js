@@ -508,10 +508,12 @@ function openPassage(citation, passages) {
     holder.append(text);
     if (quote) holder.append(el("p", {}, el("mark", { text: quote })));
   }
+  const opener = document.activeElement && document.activeElement.closest(".reply");
   $("passage").hidden = false;
   $("layout").classList.add("with-passage");
+  if (opener) opener.scrollIntoView({ block: "nearest" }); // the narrower column reflows: keep the reply in view
   const mark = holder.querySelector("mark");
-  if (mark) mark.scrollIntoView({ block: "center" });
+  if (mark) mark.scrollIntoView({ block: "nearest" });
 }
 
 function closePassage() {
