@@ -240,11 +240,20 @@ def thread_of(tab: Page) -> str:
     return str(tab.page.evaluate("window.__reground.threadId"))
 
 
+SCREENSHOT_COLOURS = 48  # a palette PNG: a third of the size, the text as sharp
+
+
 def screenshot(tab: Page, name: str) -> None:
+    """The README's screenshots, when REGROUND_CHAT_PAGE_SCREENSHOTS names a folder."""
     folder = os.environ.get("REGROUND_CHAT_PAGE_SCREENSHOTS")
     if folder:
+        from PIL import Image
+
         Path(folder).mkdir(parents=True, exist_ok=True)
-        tab.page.screenshot(path=str(Path(folder) / name))
+        path = Path(folder) / name
+        tab.page.screenshot(path=str(path))
+        image = Image.open(path).convert("RGB").quantize(colors=SCREENSHOT_COLOURS, method=Image.Quantize.MEDIANCUT)
+        image.save(path, optimize=True)
 
 
 def test_the_demo_turns_get_cited_replies_and_the_page_measures_them(tab: Page, ui: UI, tmp_path: Path) -> None:
