@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+import httpx
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -104,9 +105,20 @@ def create_app(
         shown = (policy or offered[0]).as_json()
         return JSONResponse({"graph": GRAPH_ID, "enforced": policy is not None, "collections": shown["collections"]})
 
+    async def answered(thread_id: str) -> list[dict[str, Any]] | None:
+        """The thread's answered turns; None when the server has no such thread."""
+        try:
+            return thread_turns(await server.history(thread_id))
+        except httpx.HTTPStatusError as exc:
+            if exc.response.status_code == httpx.codes.NOT_FOUND:
+                return None
+            raise
+
     async def turns(request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
-        found = thread_turns(await server.history(thread_id))
+        found = await answered(thread_id)
+        if found is None:
+            return _error(404, f"no conversation {thread_id!r} on this server (deleted?)")
         store = await server.store()
         ratings = {item.key: item.value for item in await store.asearch((FEEDBACK_NAMESPACE, thread_id), limit=1000)}
         for turn in found:
@@ -127,7 +139,7 @@ def create_app(
             return _error(400, f"rating must be one of {', '.join(RATINGS)}")
         if not isinstance(note, str) or len(note) > MAX_NOTE_CHARS:
             return _error(400, f"the note must be text of at most {MAX_NOTE_CHARS} characters")
-        found = {t["message_id"]: t for t in thread_turns(await server.history(thread_id))} if thread_id else {}
+        found = {t["message_id"]: t for t in (await answered(thread_id) or [])} if thread_id else {}
         if message_id not in found:
             return _error(404, f"no answered turn {message_id!r} in thread {thread_id!r}")
         record = feedback_record(thread_id, found[message_id], rating, note)

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langgraph.store.memory import InMemoryStore
 from starlette.requests import Request
@@ -66,6 +67,9 @@ class FakeServer:
         self._store = InMemoryStore()
 
     async def history(self, thread_id: str) -> list[dict[str, Any]]:
+        if thread_id == "gone":  # what the SDK raises for a thread the server does not have
+            request = httpx.Request("POST", f"http://api/threads/{thread_id}/history")
+            raise httpx.HTTPStatusError("404", request=request, response=httpx.Response(404, request=request))
         return HISTORY if thread_id == "t1" else []
 
     async def store(self) -> Any:
@@ -220,6 +224,7 @@ def test_a_rating_is_stored_as_the_server_ran_the_turn_and_shown_with_the_thread
         ({"thread_id": "t1", "message_id": "a1", "rating": "up", "note": "x" * 2001}, 400, "note"),
         ({"thread_id": "t1", "message_id": "h1", "rating": "up"}, 404, "no answered turn"),
         ({"thread_id": "t2", "message_id": "a1", "rating": "down"}, 404, "no answered turn"),
+        ({"thread_id": "gone", "message_id": "a1", "rating": "down"}, 404, "no answered turn"),
         (["up"], 400, "JSON object"),
     ],
 )
@@ -228,6 +233,12 @@ def test_bad_feedback_is_refused_on_one_line(body: Any, status: int, needle: str
     response = client.post("/chat/api/feedback", json=body)
     assert response.status_code == status and needle in response.json()["detail"]
     assert server._store.search((FEEDBACK_NAMESPACE,)) == []
+
+
+def test_an_unknown_thread_is_a_one_line_404() -> None:
+    response = _client()[0].get("/chat/api/threads/gone/turns")
+    assert response.status_code == 404
+    assert response.json()["detail"] == "no conversation 'gone' on this server (deleted?)"
 
 
 def test_feedback_record_rejects_an_unknown_rating() -> None:
