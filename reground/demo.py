@@ -20,6 +20,16 @@ DEMO_TURNS = (
 )
 
 
+def demo_next_step() -> str:
+    """What `reground demo` (`make demo`) suggests next: the same documents in the chat page."""
+    from reground.web.server import DEFAULT_PORT
+
+    return (
+        f"next: `.venv/bin/reground ui` serves these documents in a chat page at http://127.0.0.1:{DEFAULT_PORT}/chat "
+        "(the LLM and the LangGraph server in one command; Ctrl-C stops them)"
+    )
+
+
 def demo_corpus_path() -> Path:
     """The HR policy corpus installed with the package (reground/data/hr_policies.jsonl)."""
     return Path(str(resources.files("reground") / "data" / "hr_policies.jsonl"))

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from reground.demo import DEMO_COLLECTION, DEMO_ESCALATION, DEMO_SCOPE, DEMO_TURNS, demo_corpus_path
+from reground.demo import DEMO_COLLECTION, DEMO_ESCALATION, DEMO_SCOPE, DEMO_TURNS, demo_corpus_path, demo_next_step
 
 
 def _context(args: argparse.Namespace, **overrides: Any) -> Any:
@@ -206,6 +206,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if started_server:
             local_server.stop()
             print("\nstopped the local LLM server", file=sys.stderr)
+    print(f"\n{demo_next_step()}")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""`reground eval retrieval|answers|calibrate|judge-check|report|correlation|synth|rank-agreement`.
+"""`reground eval retrieval|answers|calibrate|judge-check|report|correlation|synth|rank-agreement|feedback`.
 
 Measure reground on your data (or on synthetic dialogues made from it).
 """
@@ -169,6 +169,14 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--metrics", default="token_f1,k_precision", help="comma-separated summary metrics")
     p.add_argument("--out", default=None, help="write the result as JSON here")
     p.set_defaults(func=_rank_agreement)
+
+    p = sub.add_parser("feedback", help="the chat page's rated replies")
+    feedback = p.add_subparsers(dest="feedback_command", metavar="COMMAND", required=True)
+    p = feedback.add_parser("export", help="write the rated turns as a case file `reground eval answers` reads")
+    p.add_argument("--out", required=True, help="case file (.jsonl) to write")
+    p.add_argument("--url", default=None, help="the LangGraph server (default: the one `reground ui` runs)")
+    p.add_argument("--data-dir", default=None, help="data dir `reground ui` runs with (to find its server)")
+    p.set_defaults(func=_feedback_export)
 
 
 def _fail(problem: str | Exception) -> NoReturn:
@@ -390,4 +398,16 @@ def _rank_agreement(args: argparse.Namespace) -> int:
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {args.out}")
+    return 0
+
+
+def _feedback_export(args: argparse.Namespace) -> int:
+    from reground.commands.ui import running_page_url
+    from reground.evals.feedback import fetch_feedback, write_cases
+
+    url = args.url or running_page_url(args.data_dir)
+    counts = write_cases(fetch_feedback(url), args.out)
+    rated = f"{counts['cases']} rated turns ({counts['helpful']} helpful, {counts['not_helpful']} not)"
+    print(f"wrote {rated} to {args.out}")
+    print(f"evaluate them: reground eval answers --docs <your documents .jsonl> --cases {args.out} --out <dir>")
     return 0

@@ -51,6 +51,8 @@ def test_wheel_puts_everything_under_the_reground_package(tmp_path: Path) -> Non
         "reground/data/hr_policies.jsonl",
         "reground/data/judge/judge.npz",
         "reground/data/judge/reader-int8.onnx",
+        "reground/web/static/index.html",  # the chat page's assets (package data)
+        "reground/web/static/app.js",
     ):
         assert expected in names, f"{expected} missing from the wheel"
     assert not any(name.startswith("tests/") for name in names)

@@ -9,6 +9,7 @@ here). `tests/unit/test_literals.py` fails on a bare number anywhere else in gra
 - `retrieval`: the search stack (RetrievalSettings, tuned on doc2dial dev), rerank, keywords, query transforms.
 - `stores`: dense search (IndexSettings), store reads and writes, ingestion, chunking, loaders, locks.
 - `signals`: text signals with no measurement of their own to tune: injection screening, figures, echo checks.
+- `web`: the chat page's server side and `reground ui`: request limits, start and stop waits.
 
 Imports nothing of the project, so every layer may read it.
 """
