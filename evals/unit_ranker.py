@@ -40,21 +40,28 @@ CARD = Path("reground/data/units/MODEL_CARD.md")
 
 @dataclass
 class Turn:
-    """One answerable turn: its candidates' units (feature rows), which hold the answer, and where each sits."""
+    """One turn: its candidates' units (feature rows), which hold the answer, and where each sits."""
 
     case_id: str
     collection: str
+    answerability: str
+    question: str
+    history: list[dict[str, str]]
+    units: list[Any]  # the candidates' units (signals/evidence.Evidence), in the graph's ranking without the ranker
     rows: np.ndarray
     labels: np.ndarray
     passages: list[int]  # per unit, its candidate's number
     baseline: np.ndarray  # the graph's ranking without the unit ranker (the hand-made score + the judge)
     texts: list[str]
     candidate_texts: list[str]
+    candidate_doc_ids: list[str]
     must_contain: list[str]
+    gold_doc_ids: list[str]
 
 
-def collect(docs: Path, cases: Path, *, data_dir: str | None) -> list[Turn]:
-    """Run the graph LLM-free on every answerable turn and read its candidates' units."""
+def collect_turns(docs: Path, cases: Path, *, data_dir: str | None, answerable_only: bool = True) -> list[Turn]:
+    """Run the graph LLM-free on every turn (only the answerable ones with `must_contain`, by default) and read its
+    candidates' units."""
     from langgraph.checkpoint.memory import InMemorySaver
     from reground.evals.datasets import load_cases
     from reground.evals.llm_free import llm_free_graph
@@ -71,36 +78,38 @@ def collect(docs: Path, cases: Path, *, data_dir: str | None) -> list[Turn]:
     weights = run.context.evidence_weights()
     out: list[Turn] = []
     for case in load_cases(cases):
-        if case.answerability not in ("ANSWERABLE", "PARTIAL") or not case.must_contain:
+        answerable = case.answerability in ("ANSWERABLE", "PARTIAL") and bool(case.must_contain)
+        if answerable_only and not answerable:
             continue
         state = run.final_state(case, scoped=True)
         candidates = list(state.get("candidates", []))
         asked = str(state.get("question", case.question))
         question = str(state.get("standalone_question") or asked)
-        reading = read_turn(
-            question,
-            asked,
-            list(state.get("history", [])),
-            candidates,
-            retriever.embed,
-            weights,
-            judge=judge,
-            reader=reader,
-        )
-        units = reading.evidence
+        history = list(state.get("history", []))
+        units = read_turn(
+            question, asked, history, candidates, retriever.embed, weights, judge=judge, reader=reader
+        ).evidence
         if not units:
             continue
         out.append(
             Turn(
                 case_id=case.case_id,
                 collection=case.collection or "",
+                answerability=case.answerability or "ANSWERABLE",
+                question=question,
+                history=history,
+                units=units,
                 rows=unit_feature_rows(question, units, candidates),
-                labels=np.asarray([holds_every(u.text, case.must_contain) for u in units], dtype=np.float32),
+                labels=np.asarray(
+                    [answerable and holds_every(u.text, case.must_contain) for u in units], dtype=np.float32
+                ),
                 passages=[u.passage for u in units],
                 baseline=-np.arange(len(units), dtype=np.float32),  # read_turn's order: the graph's ranking
                 texts=[u.text for u in units],
                 candidate_texts=[c["text"] for c in candidates],
+                candidate_doc_ids=[c["doc_id"] for c in candidates],
                 must_contain=list(case.must_contain),
+                gold_doc_ids=list(case.gold_doc_ids),
             )
         )
     return out
@@ -167,7 +176,7 @@ def leave_one_corpus_out(turns: Sequence[Turn]) -> dict[str, Any]:
 def train(docs: Path, cases: Path, *, data_dir: str | None) -> dict[str, Any]:
     from reground.tools.signals.units import FEATURE_NAMES, UnitRanker
 
-    turns = collect(docs, cases, data_dir=data_dir)
+    turns = collect_turns(docs, cases, data_dir=data_dir)
     held_out = leave_one_corpus_out(turns)
     weights, mean, scale = fit(turns)
     sha256 = UnitRanker(weights=weights, mean=mean, scale=scale).save(WEIGHTS)

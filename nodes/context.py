@@ -407,6 +407,14 @@ class TriageSettings(Group):
             f"(2 to {MAX_READINGS}: triage finds at most {MAX_READINGS} readings)."
         ),
     )
+    doc_readings_offered: int = Field(
+        default=TRIAGE.doc_readings_offered,
+        ge=2,
+        description=(
+            "On documentation with code, the pages a clarifying question names at most (those whose best answer "
+            "unit fits about as well as the best one's, closest first)."
+        ),
+    )
     clarify_min_readings_opening: int = Field(
         default=TRIAGE.clarify_min_readings_opening,
         ge=2,

@@ -14,7 +14,7 @@ from reground.prompts import answer as answer_prompts
 from reground.tools.signals.injection import guard_reply, unsupported_contacts
 from reground.tools.signals.scoring import squad_tokens
 from reground.tools.text.lexical import lexical_tokens
-from reground.tools.text.sentences import CITATION, sentence_spans, strip_citations, text_sentences
+from reground.tools.text.sentences import CITATION, sentence_spans, split_unit, strip_citations, text_sentences
 from reground.tools.tuning.turn import CITATIONS
 from reground.tools.types import Passage
 
@@ -116,10 +116,23 @@ def supporting_passages(answer: str, passages: Sequence[Passage], min_share: flo
     return [n for share, n in sorted(shares, key=lambda x: -x[0]) if share >= max(min_share, CITATIONS.of_best * best)]
 
 
+def quoting_passages(answer: str, passages: Sequence[Passage]) -> list[int]:
+    """The passages holding a unit's sentence of the answer word for word (whitespace aside)."""
+    leads = [" ".join(split_unit(unit)[0].split()) for unit in text_sentences(strip_citations(answer))]
+    leads = [lead for lead in leads if len(lead.split()) >= CITATIONS.min_quoted_words]
+    bodies = [" ".join(p["text"].split()) for p in passages]
+    return [n for n, body in enumerate(bodies, start=1) if any(lead in body for lead in leads)]
+
+
 def citations_for(answer: str, passages: Sequence[Passage], helpful: Sequence[int]) -> list[Citation]:
     """What the answer cites: its [n] markers, the helpful passages or all passages, each kept only if it
     holds the answer's content; a marker or verdict on an unrelated passage is dropped."""
     supporting = supporting_passages(answer, passages)
+    # A passage that holds one of the answer's units word for word supports it, whatever its share of the answer's
+    # words: an extracted reply of two units (a sentence and its code from one page, a sentence from another)
+    # cites both pages.
+    quoted = [n for n in quoting_passages(answer, passages) if n not in supporting]
+    supporting = [*supporting, *quoted]
     marked = [int(n) for n in CITATION.findall(answer) if 1 <= int(n) <= len(passages)]
     numbers = [n for n in marked if n in supporting] or [n for n in supporting if n in helpful] or supporting[:1]
     seen: list[int] = []

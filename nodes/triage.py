@@ -26,7 +26,10 @@ from reground.tools.signals.answerability import (
     unresolved_references,
 )
 from reground.tools.signals.ask_back import ask_back_features
+from reground.tools.signals.doc_triage import doc_triage_features, page_scores
+from reground.tools.signals.reading import TurnReading, read_turn
 
+MIN_OPTIONS = 2  # fact: a choice needs two
 OPENING_MESSAGES = 2  # a question with at most the first exchange before it opens the conversation
 
 
@@ -83,6 +86,8 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         env.stats.notes.append(f"the passages answer once per variant ({', '.join(labels)}) and none is named")
         options = [ClarifyOption(label=variant_of(p), doc_id=p["doc_id"], chunk_id=p["chunk_id"]) for p in variants]
         return {**update, "decision": "clarify", "options": options, "clarify_about": "variant"}
+    if reading is not None and evidence and evidence[0].unit_score is not None:
+        return {**update, **documentation_decision(state, reading, clarified, signals, env)}
     if reading is not None and reading.answerable is not None:
         asked_back = (
             learned_ask_back(state, references, near, found, signals, reading.answerable, env)
@@ -103,6 +108,41 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         return {**update, "decision": "abstain"}
     env.stats.notes.append(f"support {supported:.2f}, coverage {covered:.2f}")
     return {**update, "decision": "answer"}
+
+
+def documentation_decision(
+    state: State, reading: TurnReading, clarified: bool, signals: dict[str, float], env: NodeEnv
+) -> dict[str, Any]:
+    """Documentation with code (the unit ranker ranked the units): ask, abstain, hedge or answer by the heads trained
+    on developer docs (signals/doc_triage.py). Asking back names the pages whose best units fit about as well as the
+    best one (at least two, the closest first)."""
+    context = env.context
+    candidates = list(state.get("candidates", []))
+    history = state.get("history", [])
+    units = read_turn(
+        question_of(state),
+        state["question"],
+        history,
+        candidates,
+        env.services.retriever(context).embed,
+        context.evidence_weights(),
+        unit_ranker=env.services.unit_ranker(context),
+    ).evidence
+    pages = page_scores(units, [c["doc_id"] for c in candidates])
+    row = doc_triage_features(question_of(state), history, reading.evidence, pages, reading.coverage)
+    model = env.services.doc_triage()
+    decision, answerable, underspecified = model.decide(row, may_ask_back=context.use_clarify and not clarified)
+    signals.update(doc_answerable=round(answerable, 4), doc_underspecified=round(underspecified, 4))
+    if decision == "clarify":
+        best = sorted(pages, key=lambda doc: -pages[doc])[: context.triage.doc_readings_offered]
+        first = {c["doc_id"]: c for c in reversed(candidates)}
+        options = [ClarifyOption(label=first[d]["title"], doc_id=d, chunk_id=first[d]["chunk_id"]) for d in best]
+        if len(options) >= MIN_OPTIONS:
+            env.stats.notes.append(f"the question reads as underspecified ({underspecified:.2f}) on these docs")
+            return {"decision": "clarify", "options": options}
+        decision, answerable, _ = model.decide(row, may_ask_back=False)
+    env.stats.notes.append(f"documentation triage: {decision} (answerable {answerable:.2f})")
+    return {"decision": decision}
 
 
 def learned_ask_back(

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from reground.tools.adapters.embeddings import Embedder
     from reground.tools.retrieval.search import HybridRetriever, RetrievalSettings, SearchStore
     from reground.tools.signals.ask_back import AskBackModel
+    from reground.tools.signals.doc_triage import DocTriage
     from reground.tools.signals.judge import JudgeModel
     from reground.tools.signals.reading import SentenceReader
     from reground.tools.signals.units import UnitRanker
@@ -152,6 +153,12 @@ class Services:
         if getattr(self.retriever(context).store.embedder, "name", None) != MINILM_SPEC:
             return None
         return shipped_unit_ranker()
+
+    def doc_triage(self) -> DocTriage:
+        """The documentation triage trained here (tools/signals/doc_triage.py), loaded once per process."""
+        from reground.tools.signals.doc_triage import shipped_doc_triage
+
+        return shipped_doc_triage()
 
     def ask_back(self) -> AskBackModel:
         """The ask-back model trained here (tools/signals/ask_back.py), loaded once per process."""

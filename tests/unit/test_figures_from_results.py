@@ -26,6 +26,8 @@ RESULTS = Path("evals") / "results"
 JUDGE_SUMMARY = RESULTS / "judge" / "summary.json"
 ASK_BACK_SUMMARY = RESULTS / "judge" / "ask_back.json"
 CALIBRATION = RESULTS / "calibration.json"
+UNITS_SUMMARY = RESULTS / "units" / "summary.json"
+DOC_TRIAGE_SUMMARY = RESULTS / "units" / "doc_triage.json"
 CARDS = Path("reground") / "data" / "judge"
 
 
@@ -329,12 +331,17 @@ def fitted_value_mismatches(root: Path) -> list[str]:
     """Each value in code that differs from the committed run that fitted it."""
     from reground.nodes.context import Context
     from reground.tools.signals.ask_back import ASK_BACK_SHA256, shipped_ask_back
+    from reground.tools.signals.doc_triage import DOC_TRIAGE_SHA256, shipped_doc_triage
     from reground.tools.signals.judge import JUDGE_SHA256
+    from reground.tools.signals.units import UNIT_RANKER_SHA256
     from reground.tools.tuning.turn import TRIAGE
 
     judge = json.loads((root / JUDGE_SUMMARY).read_text(encoding="utf-8"))
     ask_back = json.loads((root / ASK_BACK_SUMMARY).read_text(encoding="utf-8"))
     calibration = json.loads((root / CALIBRATION).read_text(encoding="utf-8"))
+    units = json.loads((root / UNITS_SUMMARY).read_text(encoding="utf-8"))
+    doc_triage = json.loads((root / DOC_TRIAGE_SUMMARY).read_text(encoding="utf-8"))
+    shipped_thresholds = shipped_doc_triage().to_json()["thresholds"]
     triage = Context().triage
     checks: list[tuple[str, object, object]] = [
         ("TRIAGE.judge_answer_threshold", TRIAGE.judge_answer_threshold, judge["thresholds"]["judge_answer_threshold"]),
@@ -346,6 +353,9 @@ def fitted_value_mismatches(root: Path) -> list[str]:
         ("ASK_BACK_SHA256 (the shipped ask-back model)", ASK_BACK_SHA256, ask_back["sha256"]),
         # The default stated to two decimals: the calibration's 3rd percentile of answerable support.
         ("TRIAGE.support_threshold", TRIAGE.support_threshold, round(calibration["support_threshold"], 2)),
+        ("UNIT_RANKER_SHA256 (the shipped unit ranker)", UNIT_RANKER_SHA256, units["model"]["sha256"]),
+        ("DOC_TRIAGE_SHA256 (the shipped documentation triage)", DOC_TRIAGE_SHA256, doc_triage["model"]["sha256"]),
+        ("the documentation triage's thresholds", shipped_thresholds, doc_triage["model"]["thresholds"]),
     ]
     problems = [f"{name} is {code!r}, its run says {run!r}" for name, code, run in checks if code != run]
     return problems + figure_mismatches(root, CARD_FIGURES)

@@ -390,9 +390,12 @@ def relevance_parts(answer: str, evidence: Sequence[Evidence], previous_reply: s
     if not evidence:
         return {"anchor": 0.0, "elsewhere": 0.0, "novel": 1.0, "relevance": 0.0}
     best = (-1.0, 0.0, 0.0)
+    # Units compare by their sentences: a reply cuts a long code block to the lines that matter, and the
+    # sentence that introduces it is what says which question it answers.
+    units = [said(e.text) for e in evidence]
     for part in text_sentences(text) or [text]:
-        anchor = token_f1(part, evidence[0].text)
-        elsewhere = max((token_f1(part, e.text) for e in evidence[1:]), default=0.0)
+        anchor = token_f1(said(part), units[0])
+        elsewhere = max((token_f1(said(part), unit) for unit in units[1:]), default=0.0)
         best = max(best, (max(0.0, anchor - max(0.0, elsewhere - anchor)), anchor, elsewhere))
     # Saying the previous reply again answers nothing new, unless the question asks for it again (`asked_again` kept
     # that sentence as the best evidence).
@@ -404,6 +407,13 @@ def relevance_parts(answer: str, evidence: Sequence[Evidence], previous_reply: s
         "novel": novel,
         "relevance": round(score * novel, 4),
     }
+
+
+def said(unit: str) -> str:
+    """What a unit says in words: its sentence without the code block or table it introduces (the whole unit when it
+    has no sentence)."""
+    prose, _ = split_unit(unit)
+    return prose or unit
 
 
 def is_heading_line(line: str, next_line: str) -> bool:

@@ -124,7 +124,12 @@ def sentence_parts(text: str) -> list[str]:
 
 
 def strip_citations(text: str) -> str:
-    return " ".join(CITATION.sub("", text).split())
+    """The text without its citation marks, whitespace collapsed; a reply holding a code block or table keeps its
+    lines (its units end there)."""
+    text = CITATION.sub("", text)
+    if has_structure(text):
+        return "\n".join(line.rstrip() for line in text.strip("\n").split("\n"))
+    return " ".join(text.split())
 
 
 def cited_numbers(text: str) -> set[int]:

@@ -79,6 +79,11 @@ class Triage:
     # confidently; evals/results/judge/summary.json).
     judge_answer_threshold: float = 0.7914
     judge_hedge_threshold: float = 0.2986
+    # Documentation triage (signals/doc_triage.py): a page fits "about as well" as the best when its best unit's
+    # score is within this many logits of the best one's (a reading the turn may ask back about).
+    doc_reading_margin: float = 1.0
+    # The documentation triage's readings offered when it asks back, at most.
+    doc_readings_offered: int = 4
 
 
 @dataclass(frozen=True)
@@ -213,6 +218,8 @@ class Citations:
     # passage's share (a passage on another topic shares only common words).
     min_share: float = 0.5
     of_best: float = 0.8
+    # A passage holding an answer unit's sentence word for word is cited too, when that sentence has this many words.
+    min_quoted_words: int = 4
 
 
 BUDGETS: Final = Budgets()

@@ -1,0 +1,176 @@
+"""Ask, abstain or answer on documentation with code: two logistic heads trained on developer docs.
+
+The judge's answerability head and the ask-back model were trained and calibrated on doc2dial and MTRAG-UN; on a
+framework's documentation every question finds pages that share its words ("can the validation error messages be
+in German?" finds the validation page), so they read almost everything as answered (techdocs dev: AUC 0.63). When
+the unit ranker ranks a turn (the candidates hold code or a table, signals/units.py), triage decides with these heads
+instead, over what the turn measured: the best unit's score and its lead over the best unit of any other page, the
+best cosine and word overlap, the share of the question's words the passages hold, how many pages fit about as well
+as the best, how many content words the question has, whether it leans on a pronoun, and whether it opens the
+conversation. `answerable`: ANSWERABLE and PARTIAL against UNANSWERABLE; `underspecified`: UNDERSPECIFIED against the
+rest. Thresholds are calibrated leave-one-corpus-out (evals/doc_triage.py).
+
+Weights ship with the package (reground/data/units/doc_triage.json, sha256-pinned), trained by
+`python -m reground.evals.doc_triage train`, never at run time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from reground.tools.signals.evidence import Evidence
+from reground.tools.signals.judge import Head, logistic
+from reground.tools.text.lexical import lexical_tokens
+from reground.tools.tuning.turn import TRIAGE
+
+DOC_TRIAGE_FILE = "doc_triage.json"
+DOC_TRIAGE_SHA256 = "71d92506f21ef0299bbb5e56f69d96f459431478d8f067e19b32c484339e3573"
+
+FEATURE_NAMES = (
+    "best_unit",
+    "unit_lead",
+    "best_dense",
+    "best_lexical",
+    "coverage",
+    "readings",
+    "log_content_words",
+    "has_pronoun",
+    "opening",
+)
+_PRONOUN = re.compile(r"\b(it|its|them|they|that|this|those|these|there|one)\b", re.I)
+READING_MARGIN = TRIAGE.doc_reading_margin  # a page fits "about as well" when its best unit is this close (logit)
+
+
+def page_scores(units: Sequence[Evidence], doc_ids: Sequence[str]) -> dict[str, float]:
+    """Each page's best unit score (`doc_ids`: the page of each unit's passage number, 1-based)."""
+    best: dict[str, float] = {}
+    for unit in units:
+        doc = doc_ids[unit.passage - 1]
+        best[doc] = max(best.get(doc, -math.inf), float(unit.unit_score or 0.0))
+    return best
+
+
+def doc_triage_features(
+    question: str,
+    history: Sequence[Mapping[str, Any]],
+    passage_units: Sequence[Evidence],
+    candidate_pages: Mapping[str, float],
+    coverage: float,
+) -> np.ndarray:
+    """One row of FEATURE_NAMES: `passage_units`, the passages' units as the unit ranker scored them;
+    `candidate_pages`, every candidate page's best unit score (`page_scores`)."""
+    ranked = sorted(candidate_pages.values(), reverse=True)
+    best = ranked[0] if ranked else 0.0
+    lead = best - ranked[1] if len(ranked) > 1 else 0.0
+    readings = sum(1 for score in ranked if score >= best - READING_MARGIN)
+    return np.asarray(
+        [
+            best,
+            lead,
+            max((u.dense for u in passage_units), default=0.0),
+            max((u.lexical for u in passage_units), default=0.0),
+            coverage,
+            float(readings),
+            math.log1p(len(set(lexical_tokens(question)))),
+            1.0 if _PRONOUN.search(question) else 0.0,
+            0.0 if history else 1.0,
+        ],
+        dtype=np.float32,
+    )
+
+
+@dataclass(frozen=True)
+class DocTriage:
+    """The two heads and their thresholds."""
+
+    answerable: Head
+    underspecified: Head
+    hedge_threshold: float  # answerable below it: abstain
+    answer_threshold: float  # answerable from it: answer (between: hedge)
+    ask_back_threshold: float  # underspecified from it: ask back
+
+    def decide(self, row: np.ndarray, *, may_ask_back: bool = True) -> tuple[str, float, float]:
+        """(decision, answerable probability, underspecified probability)."""
+        answerable = float(logistic(self.answerable, row))
+        underspecified = float(logistic(self.underspecified, row))
+        if may_ask_back and underspecified >= self.ask_back_threshold:
+            return "clarify", answerable, underspecified
+        if answerable < self.hedge_threshold:
+            return "abstain", answerable, underspecified
+        if answerable < self.answer_threshold:
+            return "hedge", answerable, underspecified
+        return "answer", answerable, underspecified
+
+    def to_json(self) -> dict[str, Any]:
+        def head(h: Head) -> dict[str, Any]:
+            weights, bias, mean, scale = h
+            return {
+                "weights": [round(float(w), 6) for w in weights],
+                "bias": round(float(bias), 6),
+                "mean": [round(float(m), 6) for m in mean],
+                "scale": [round(float(s), 6) for s in scale],
+            }
+
+        return {
+            "features": list(FEATURE_NAMES),
+            "answerable": head(self.answerable),
+            "underspecified": head(self.underspecified),
+            "thresholds": {
+                "hedge": round(self.hedge_threshold, 4),
+                "answer": round(self.answer_threshold, 4),
+                "ask_back": round(self.ask_back_threshold, 4),
+            },
+        }
+
+    def save(self, path: Path) -> str:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json(), indent=1) + "\n", encoding="utf-8")
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> DocTriage:
+        if tuple(data.get("features", ())) != FEATURE_NAMES:
+            raise ValueError(f"the documentation triage's features {data.get('features')} are not {FEATURE_NAMES}")
+
+        def head(h: Mapping[str, Any]) -> Head:
+            return (
+                np.asarray(h["weights"], dtype=np.float32),
+                float(h["bias"]),
+                np.asarray(h["mean"], dtype=np.float32),
+                np.asarray(h["scale"], dtype=np.float32),
+            )
+
+        thresholds = data["thresholds"]
+        return cls(
+            head(data["answerable"]),
+            head(data["underspecified"]),
+            float(thresholds["hedge"]),
+            float(thresholds["answer"]),
+            float(thresholds["ask_back"]),
+        )
+
+    @classmethod
+    def load(cls, path: Path, *, sha256: str = "") -> DocTriage:
+        raw = path.read_bytes()
+        if sha256 and hashlib.sha256(raw).hexdigest() != sha256:
+            raise ValueError(f"the documentation triage at {path.name} does not match its pinned sha256")
+        return cls.from_json(json.loads(raw))
+
+
+@lru_cache(maxsize=1)
+def shipped_doc_triage() -> DocTriage:
+    """The documentation triage trained here and installed with the package (loaded once per process)."""
+    path = Path(str(resources.files("reground") / "data" / "units" / DOC_TRIAGE_FILE))
+    if not path.exists():
+        raise FileNotFoundError(f"the documentation triage's weights are missing ({path.name}): reinstall reground")
+    return DocTriage.load(path, sha256=DOC_TRIAGE_SHA256)
