@@ -14,7 +14,10 @@ from reground.tools.text.code_blocks import trim_code_blocks
 from reground.tools.text.sentences import strip_citations, text_sentences
 from reground.tools.types import Passage
 
-CODE = "Add `Query` and set `max_length` to `50`:\n```python\nasync def read(q: Annotated[str, Query(max_length=50)]):\n```"
+CODE = (
+    "Add `Query` and set `max_length` to `50`:\n```python\nasync def read(q: Annotated[str, Query(max_length=50)]):\n"
+    "```"
+)
 
 
 def _passage(n: int, text: str, doc: str = "", section: str = "", variant: str = "") -> Passage:
