@@ -676,6 +676,7 @@ def run_answers_eval(
     only_followups: bool = False,
     all_cases: bool | None = None,
     case_scope: bool = True,
+    collection: str | None = None,
     out_dir: str | Path,
     chat_model_spec: str = "local:default",
     judge_model_spec: str | None = None,
@@ -694,7 +695,8 @@ def run_answers_eval(
 
     Cases without a gold answer are left out unless `all_cases` (None: only when the cases carry
     answerability labels, as MTRAG-UN's do: the behaviour table needs every task). `case_scope`
-    keeps each case inside its own `collection` when the cases and documents name one.
+    keeps each case inside its own `collection` when the cases and documents name one; `collection` runs only the
+    cases of that collection.
     `chat_model` / `judge_model` / `store` are instances that replace the specs (tests, notebooks).
     Raises EvalRunError when no case is selected or a system scores none.
     """
@@ -712,6 +714,8 @@ def run_answers_eval(
     selected = load_cases(
         cases_path, limit=limit, seed=seed, only_with_answer=not all_cases, only_followups=only_followups
     )
+    if collection:  # one collection's cases (a leave-one-corpus-out run measures each collection apart)
+        selected = [c for c in selected if c.collection == collection]
     if not selected:
         raise EvalRunError(
             f"no cases to run in {cases_path} (only_followups={only_followups}, "
@@ -733,6 +737,7 @@ def run_answers_eval(
         "seed": seed,
         "only_followups": only_followups,
         "only_with_answer": not all_cases,
+        "collection_filter": collection,
         "case_scope": scope_field,
         "chat_model": chat_model_spec if chat_model is None else f"instance:{type(chat_model).__name__}",
         "judge_model": judge_model_spec if judge_model is None else f"instance:{type(judge_model).__name__}",

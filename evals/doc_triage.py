@@ -41,6 +41,9 @@ PASSAGES = 3
 ANSWERED = ("ANSWERABLE", "PARTIAL")
 WEIGHTS = Path("reground/data/units/doc_triage.json")
 SUMMARY = Path("evals/results/units/doc_triage.json")
+# Per held-out collection, the unit ranker and triage fitted without it: what a leave-one-corpus-out run of the graph
+# loads (REGROUND_DOC_MODELS=evals/results/units/loco/<collection>, tools/signals/units.py).
+FOLD_MODELS = Path("evals/results/units/loco")
 
 
 @dataclass
@@ -151,6 +154,8 @@ def train(docs: Path, cases: Path, *, data_dir: str | None, cache: Path | None =
     """Collect (or read the turns a previous run kept in `cache`), fit, measure, write."""
     import pickle
 
+    from reground.tools.signals.units import UnitRanker
+
     if cache is not None and cache.exists():
         turns = pickle.loads(cache.read_bytes())
     else:
@@ -165,6 +170,9 @@ def train(docs: Path, cases: Path, *, data_dir: str | None, cache: Path | None =
         ranker = fit_ranker([t for t in train_turns if t.answerability in ANSWERED])
         taught = with_constructed(train_turns)
         triage = fit_triage(taught, turn_rows(taught, ranker))
+        folder = FOLD_MODELS / held
+        UnitRanker(*ranker).save(folder / "unit_ranker.json")
+        triage.save(folder / "doc_triage.json")
         fold = [
             Decided(t.case_id, t.collection, t.answerability, triage.decide(row)[0])
             for t, row in zip(test_turns, turn_rows(test_turns, ranker), strict=True)

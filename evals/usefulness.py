@@ -10,9 +10,12 @@ autoref macros.
 
 from __future__ import annotations
 
+import argparse
+import json
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 # Site markup that must not reach a reply (the markdown loader turns each into text or structure).
@@ -81,3 +84,36 @@ def useful_shares(table: Mapping[str, Any]) -> Iterable[tuple[str, str, float, i
         for label, row in entry["classes"].items():
             if row.get("useful") is not None:
                 yield collection, label, float(row["useful"]), int(row["n_with_must_contain"])
+
+
+def rescore(run: Path, cases: Path, system: str = "reground") -> dict[str, Any]:
+    """The usefulness table of a finished `eval answers` run, `must_contain` read from the case file (a run made
+    before rows carried it is scored the same way); written to RUN/usefulness.json."""
+    from reground.evals.datasets import load_cases
+    from reground.evals.records import latest_by_case, read_jsonl
+
+    wanted = {c.case_id: c for c in load_cases(cases)}
+    rows = []
+    for case_id, row in latest_by_case(read_jsonl(run / system / "cases.jsonl")).items():
+        case = wanted.get(case_id)
+        if case is not None:
+            rows.append({**row, "must_contain": list(case.must_contain), "collection": case.collection})
+    table = {"run": str(run), "system": system, "cases": str(cases), "usefulness": usefulness_table(rows)}
+    (run / "usefulness.json").write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+    return table
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reground.evals.usefulness", description=__doc__.split("\n")[0])
+    parser.add_argument("--run", required=True, type=Path, help="an `eval answers` output directory")
+    parser.add_argument("--cases", required=True, type=Path, help="the case file carrying `must_contain`")
+    parser.add_argument("--system", default="reground")
+    args = parser.parse_args(argv)
+    table = rescore(args.run, args.cases, args.system)
+    for collection, label, share, n in useful_shares(table["usefulness"]):
+        print(f"useful, {collection} {label} (n={n}): {share:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -68,6 +68,7 @@ def add_commands(subparsers: Any) -> None:
         help="sampling seed (default 0); 'none' = the first --limit cases in file order",
     )
     p.add_argument("--followups-only", action="store_true", help="only turns that follow earlier dialogue")
+    p.add_argument("--collection", default=None, help="only the cases of this collection (the cases' `collection`)")
     p.add_argument(
         "--all-cases",
         action="store_true",
@@ -251,6 +252,7 @@ def _answers(args: argparse.Namespace) -> int:
             limit=args.limit,
             seed=args.seed,
             only_followups=args.followups_only,
+            collection=args.collection,
             all_cases=args.all_cases,
             case_scope=args.case_scope,
             out_dir=args.out,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 from reground.tools.signals.evidence import Evidence
 from reground.tools.signals.judge import Head, logistic
+from reground.tools.signals.units import DOC_MODELS_ENV
 from reground.tools.text.lexical import lexical_tokens
 from reground.tools.tuning.turn import TRIAGE
 
@@ -170,6 +172,9 @@ class DocTriage:
 @lru_cache(maxsize=1)
 def shipped_doc_triage() -> DocTriage:
     """The documentation triage trained here and installed with the package (loaded once per process)."""
+    override = os.environ.get(DOC_MODELS_ENV)
+    if override:  # weights trained on other data (a leave-one-corpus-out fold, or your own docs): not pinned
+        return DocTriage.load(Path(override) / DOC_TRIAGE_FILE)
     path = Path(str(resources.files("reground") / "data" / "units" / DOC_TRIAGE_FILE))
     if not path.exists():
         raise FileNotFoundError(f"the documentation triage's weights are missing ({path.name}): reinstall reground")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,6 +33,9 @@ from reground.tools.text.sentences import has_structure, split_unit
 from reground.tools.types import Passage
 
 UNIT_RANKER_FILE = "unit_ranker.json"
+# A folder holding unit_ranker.json and doc_triage.json to use instead of the shipped ones (evals/doc_triage.py writes
+# one per leave-one-corpus-out fold; `python -m reground.evals.doc_triage train` on your own docs writes them too).
+DOC_MODELS_ENV = "REGROUND_DOC_MODELS"
 UNIT_RANKER_SHA256 = "c62e603b62ee5723fba59e986e812251566842fc271310335147d96683ce775b"
 
 FEATURE_NAMES = ("dense", "lexical", "section_lexical", "has_code", "procedure_code", "question_in_code")
@@ -114,6 +118,9 @@ class UnitRanker:
 @lru_cache(maxsize=1)
 def shipped_unit_ranker() -> UnitRanker:
     """The unit ranker trained here and installed with the package (loaded once per process)."""
+    override = os.environ.get(DOC_MODELS_ENV)
+    if override:  # weights trained on other data (a leave-one-corpus-out fold, or your own docs): not pinned
+        return UnitRanker.load(Path(override) / UNIT_RANKER_FILE)
     path = Path(str(resources.files("reground") / "data" / "units" / UNIT_RANKER_FILE))
     if not path.exists():
         raise FileNotFoundError(f"the unit ranker's weights are missing ({path.name}): reinstall reground")
