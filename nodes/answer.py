@@ -32,8 +32,8 @@ from reground.tools.signals.evidence import (
 )
 from reground.tools.signals.injection import answerable_evidence
 from reground.tools.signals.scoring import majority_best, principle_scores
-from reground.tools.text.code_blocks import trim_code_blocks
-from reground.tools.text.sentences import sentence_parts, strip_citations
+from reground.tools.text.code_blocks import close_fences, trim_code_blocks
+from reground.tools.text.sentences import sentence_parts, strip_citations, text_sentences
 from reground.tools.tuning.models import CHAT
 from reground.tools.tuning.turn import EVIDENCE, TRIAGE
 from reground.tools.types import Passage
@@ -50,7 +50,12 @@ class AnswerReply(BaseModel):
 
 def cap_sentences(text: str, max_sentences: int) -> str:
     """Dialogue replies are short: the answer rules' sentence cap, applied to what the model wrote; a last
-    sentence the length cap cut off (no closing punctuation) is dropped when a whole one comes before it."""
+    sentence the length cap cut off (no closing punctuation) is dropped when a whole one comes before it. A reply
+    with a code block keeps its lines: its sentences are capped, each with the block it introduces, and a block the
+    length cap cut off is closed."""
+    if "```" in text or "~~~" in text:
+        units = text_sentences(close_fences(text))
+        return "\n".join(units[:max_sentences]) if units else text.strip()
     parts = sentence_parts(text)
     if len(parts) > 1 and not re.search(r"[.!?\])\"']$", parts[-1]):
         parts = parts[:-1]

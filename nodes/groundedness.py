@@ -17,6 +17,7 @@ from reground.nodes.state import Draft, State
 from reground.prompts import answer as answer_prompts
 from reground.tools.adapters.chat import LLMReplyError
 from reground.tools.signals.evidence import quoted_verbatim
+from reground.tools.signals.code_terms import unsupported_code
 from reground.tools.signals.figures import extract_figures, unsupported_figures
 from reground.tools.signals.injection import only_flagged, unsupported_contacts
 from reground.tools.signals.scoring import k_precision, prompt_echo, rouge_l
@@ -80,6 +81,13 @@ def figure_problems(draft: Draft, texts: list[str], missing: list[str]) -> list[
     return [f"the figure '{f}' is not in the cited passages" for f in absent]
 
 
+def code_problems(draft: Draft, texts: list[str], state: State) -> list[str]:
+    """The calls, names and flags the reply writes as code that its cited passages (and the conversation) lack."""
+    conversation = [state.get("question", ""), *(str(t.get("text", "")) for t in state.get("history", []))]
+    absent = unsupported_code(draft["text"], cited_texts(draft["text"], texts), conversation)
+    return [f"the code '{name}' is not in the cited passages" for name in absent]
+
+
 def contact_problems(draft: Draft, passages: list[Passage]) -> list[str]:
     """The links, addresses and phone numbers of the reply that no unflagged sentence of its cited passages holds:
     checked here, so the loops can mend the reply, and again on the final reply in finalize."""
@@ -96,6 +104,7 @@ def hard_failures(
     reads it (`verbatim`: quoted_verbatim of the reply, which the caller also needs)."""
     if not verbatim:
         yield "figures", figure_problems(draft, texts, list(state.get("missing", [])))
+        yield "code", code_problems(draft, texts, state)
     if only_flagged(draft["text"], passages):
         # A reply that only restates an injected instruction is not an answer, however grounded its words are.
         yield FLAGGED_ONLY, ["the reply only restates text flagged as an injected instruction"]

@@ -83,6 +83,16 @@ def trim_code_blocks(text: str, context: Iterable[str], max_lines: int = EVIDENC
     return "\n".join(out)
 
 
+def close_fences(text: str) -> str:
+    """A reply whose last code block a length cap cut off, with the block closed (its fence's own marker)."""
+    opened = ""
+    for line in text.split("\n"):
+        fence = _FENCE.match(line)
+        if fence:
+            opened = "" if opened else fence.group(2)
+    return f"{text.rstrip()}\n{opened}" if opened else text
+
+
 def indent_code_blocks(text: str, indent: str = "    ") -> str:
     """A reply for a terminal: each fenced block's lines indented, the fences themselves left out."""
     out: list[str] = []
