@@ -16,8 +16,8 @@ from reground.nodes.common import NodeEnv, current_draft, grounded_messages
 from reground.nodes.state import Draft, State
 from reground.prompts import answer as answer_prompts
 from reground.tools.adapters.chat import LLMReplyError
-from reground.tools.signals.evidence import quoted_verbatim
 from reground.tools.signals.code_terms import unsupported_code
+from reground.tools.signals.evidence import quoted_verbatim
 from reground.tools.signals.figures import extract_figures, unsupported_figures
 from reground.tools.signals.injection import only_flagged, unsupported_contacts
 from reground.tools.signals.scoring import k_precision, prompt_echo, rouge_l
