@@ -124,7 +124,7 @@ def test_the_faithful_code_passes(docs_store: tuple[Any, str]) -> None:
 def test_a_written_reply_keeps_its_code_lines_and_a_cut_block_is_closed() -> None:
     from reground.nodes.answer import cap_sentences
 
-    reply = "Set it like this:\n```python\ndef f():\n    return 1\n```\nThen restart the server. It works now. Really it does."
+    reply = "Set it like this:\n```python\ndef f():\n    return 1\n```\nThen restart the server. It works now. Really."
     capped = cap_sentences(reply, 2)
     assert capped == "Set it like this:\n```python\ndef f():\n    return 1\n```\nThen restart the server."
     assert cap_sentences("Run this:\n```console\n$ uv sync", 2) == "Run this:\n```console\n$ uv sync\n```"
