@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from reground.demo import DEMO_COLLECTION, DEMO_ESCALATION, DEMO_SCOPE, DEMO_TURNS, demo_corpus_path, demo_next_step
+from reground.tools.text.code_blocks import indent_code_blocks
 
 
 def _context(args: argparse.Namespace, **overrides: Any) -> Any:
@@ -80,7 +81,7 @@ def print_result(result: dict[str, Any], *, out: Any = None) -> None:
     out = out or sys.stdout  # resolved per call: sys.stdout may have been replaced since import
     for notice in result.get("notices", []):
         print(f"notice: {safe(notice)}", file=sys.stderr)
-    print(f"\n{safe(result['answer'])}\n", file=out)
+    print(f"\n{safe(indent_code_blocks(result['answer']))}\n", file=out)  # code as code: indented, no fences
     for c in result.get("citations", []):
         url = f" <{safe(c['url'])}>" if c.get("url") else ""
         quote = " ".join(safe(c["quote"]).split())  # on one line, as the reply is

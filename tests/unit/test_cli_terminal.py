@@ -60,7 +60,7 @@ def test_planted_escape_sequences_reach_neither_the_store_nor_the_cli_output(
         "doc_id": "counselling",
         "title": f"Counselling{TITLE}",
         "url": "https://hr.example/counselling",
-        "text": f"# Booking{CLEAR}\n\nBook a counselling session{TITLE} in the wellbeing portal {LINK}. "
+        "text": f"Booking{CLEAR}\n\nBook a counselling session{TITLE} in the wellbeing portal {LINK}. "
         "Counselling sessions are free and confidential.\tSix sessions a year are covered.",
     }
     corpus = tmp_path / "esc.jsonl"
