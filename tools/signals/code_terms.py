@@ -18,12 +18,18 @@ _FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)\n[ \t]*\1[ \t]*$", re.S
 # In prose, tokens that only code looks like.
 _PROSE_CODE = re.compile(
     r"(?<![\w-])--?[a-zA-Z][\w-]*"  # a flag
-    r"|\b[A-Za-z_]\w*\.[A-Za-z_][\w.]*\b"  # a dotted name
+    r"|(?<![\w.@/-])[A-Za-z_]\w*\.[A-Za-z_][\w.]*\b"  # a dotted name
     r"|\b[a-z][a-z0-9]*_[a-z0-9_]+\b"  # snake_case
     r"|\b[A-Z][a-z0-9]+[A-Z]\w*\b"  # CamelCase
     r"|\b[A-Za-z_]\w*\("  # a call
 )
 _IDENTIFIER = re.compile(r"(?<![\w-])--?[a-zA-Z][\w-]*|[A-Za-z_][\w.]*")
+# Links, addresses and host names are contacts, which the contact check reads (signals/injection.py).
+_CONTACT = re.compile(
+    r"\b(?:https?://|www\.)\S+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\b[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|app|"
+    r"example|gov|edu|info|biz|co|uk|de|fr|eu|us)\b",
+    re.I,
+)
 # Words code blocks use in any program (Python, JavaScript, shell, TOML, Dockerfiles): never a name to check.
 KEYWORDS = frozenset(
     [
@@ -125,7 +131,7 @@ def code_names(reply: str) -> list[str]:
     its prose; in order, without repeats."""
     names: list[str] = []
     blocks = list(_FENCED.finditer(reply))
-    prose = _FENCED.sub(" ", reply)
+    prose = _CONTACT.sub(" ", _FENCED.sub(" ", reply))
     for block in blocks:
         names.extend(m.group(0) for m in _IDENTIFIER.finditer(_NOT_NAMES.sub(" ", block.group(2))))
     for span in _CODE_SPAN.findall(prose):
