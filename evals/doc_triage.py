@@ -150,8 +150,11 @@ def behaviour(decided: Sequence[Decided]) -> dict[str, dict[str, float]]:
     return out
 
 
-def train(docs: Path, cases: Path, *, data_dir: str | None, cache: Path | None = None) -> dict[str, Any]:
-    """Collect (or read the turns a previous run kept in `cache`), fit, measure, write."""
+def train(
+    docs: Path, cases: Path, *, data_dir: str | None, cache: Path | None = None, out: Path | None = None
+) -> dict[str, Any]:
+    """Collect (or read the turns a previous run kept in `cache`), fit, measure, write: the shipped models by default;
+    with `out`, the unit ranker and triage fitted on these cases into that folder (and their summary)."""
     import pickle
 
     from reground.tools.signals.units import UnitRanker
@@ -170,7 +173,7 @@ def train(docs: Path, cases: Path, *, data_dir: str | None, cache: Path | None =
         ranker = fit_ranker([t for t in train_turns if t.answerability in ANSWERED])
         taught = with_constructed(train_turns)
         triage = fit_triage(taught, turn_rows(taught, ranker))
-        folder = FOLD_MODELS / held
+        folder = (out or FOLD_MODELS.parent) / "loco" / held
         UnitRanker(*ranker).save(folder / "unit_ranker.json")
         triage.save(folder / "doc_triage.json")
         fold = [
@@ -182,9 +185,12 @@ def train(docs: Path, cases: Path, *, data_dir: str | None, cache: Path | None =
     ranker = fit_ranker([t for t in turns if t.answerability in ANSWERED])
     taught = with_constructed(turns)
     shipped = fit_triage(taught, turn_rows(taught, ranker))
-    sha256 = shipped.save(WEIGHTS)
+    weights_path, summary_path = (out / "doc_triage.json", out / "summary.json") if out else (WEIGHTS, SUMMARY)
+    if out:  # your own documentation: both models in one folder, for REGROUND_DOC_MODELS
+        UnitRanker(*ranker).save(out / "unit_ranker.json")
+    sha256 = shipped.save(weights_path)
     summary = {
-        "model": {"weights": str(WEIGHTS), "sha256": sha256, **shipped.to_json()},
+        "model": {"weights": str(weights_path), "sha256": sha256, **shipped.to_json()},
         "data": {"docs": str(docs), "cases": str(cases), "turns": len(turns)},
         "calibration": {
             "max_answerable_abstained": MAX_ANSWERABLE_ABSTAINED,
@@ -195,8 +201,8 @@ def train(docs: Path, cases: Path, *, data_dir: str | None, cache: Path | None =
         "leave_one_corpus_out_pooled": behaviour(decided),
         "decisions": [d.__dict__ for d in decided],
     }
-    SUMMARY.parent.mkdir(parents=True, exist_ok=True)
-    SUMMARY.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    summary_path.parent.mkdir(parents=True, exist_ok=True)
+    summary_path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return summary
 
 
@@ -208,10 +214,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cases", required=True, type=Path)
     p.add_argument("--data-dir", default=None)
     p.add_argument("--cache", type=Path, default=None, help="keep the collected turns here and reuse them")
+    p.add_argument("--out", type=Path, default=None, help="write both models here (default: the shipped ones)")
     args = parser.parse_args(argv)
-    summary = train(args.docs, args.cases, data_dir=args.data_dir, cache=args.cache)
+    summary = train(args.docs, args.cases, data_dir=args.data_dir, cache=args.cache, out=args.out)
     print(json.dumps({k: summary[k] for k in ("leave_one_corpus_out", "leave_one_corpus_out_pooled")}, indent=1))
-    print(f"wrote {WEIGHTS}, {SUMMARY}", file=sys.stderr)
+    print(f"wrote {summary['model']['weights']} and its summary", file=sys.stderr)
     return 0
 
 
