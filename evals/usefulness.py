@@ -38,9 +38,14 @@ def holds_every(reply: str, strings: Iterable[str]) -> bool:
     return all(_normal(s) in said for s in strings)
 
 
+_CODE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?\n[ \t]*\1[ \t]*$|`[^`\n]+`", re.S | re.M)
+
+
 def markup_in(reply: str) -> list[str]:
-    """The kinds of site markup a reply carries (empty: none)."""
-    return [name for name, pattern in MARKUP.items() if pattern.search(reply)]
+    """The kinds of site markup a reply carries outside its code (`items["a"](x)` in a code block is code; empty:
+    none)."""
+    prose = _CODE.sub(" ", reply)
+    return [name for name, pattern in MARKUP.items() if pattern.search(prose)]
 
 
 def _share(values: Sequence[bool]) -> float | None:
