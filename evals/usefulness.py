@@ -91,32 +91,48 @@ def useful_shares(table: Mapping[str, Any]) -> Iterable[tuple[str, str, float, i
                 yield collection, label, float(row["useful"]), int(row["n_with_must_contain"])
 
 
-def rescore(run: Path, cases: Path, system: str = "reground") -> dict[str, Any]:
-    """The usefulness table of a finished `eval answers` run, `must_contain` read from the case file (a run made
-    before rows carried it is scored the same way); written to RUN/usefulness.json."""
+def rescore(runs: Sequence[Path], cases: Path, system: str = "reground", out: Path | None = None) -> dict[str, Any]:
+    """The usefulness and behaviour tables of finished `eval answers` runs, pooled (a leave-one-corpus-out pair: one
+    run per collection), `must_contain` read from the case file (a run made before rows carried it is scored the
+    same way); written to OUT/summary.json (default: the one run's usefulness.json)."""
+    from reground.evals.behaviour import behaviour_table
     from reground.evals.datasets import load_cases
     from reground.evals.records import latest_by_case, read_jsonl
 
     wanted = {c.case_id: c for c in load_cases(cases)}
     rows = []
-    for case_id, row in latest_by_case(read_jsonl(run / system / "cases.jsonl")).items():
-        case = wanted.get(case_id)
-        if case is not None:
-            rows.append({**row, "must_contain": list(case.must_contain), "collection": case.collection})
-    table = {"run": str(run), "system": system, "cases": str(cases), "usefulness": usefulness_table(rows)}
-    (run / "usefulness.json").write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+    for run in runs:
+        for case_id, row in latest_by_case(read_jsonl(run / system / "cases.jsonl")).items():
+            case = wanted.get(case_id)
+            if case is not None and not row.get("error"):
+                rows.append({**row, "must_contain": list(case.must_contain), "collection": case.collection})
+    table = {
+        "runs": [str(run) for run in runs],
+        "system": system,
+        "cases": str(cases),
+        "n_cases": len(rows),
+        "usefulness": usefulness_table(rows),
+        "behaviour": behaviour_table(rows),
+    }
+    target = out / "summary.json" if out else runs[0] / "usefulness.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
     return table
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reground.evals.usefulness", description=__doc__.split("\n")[0])
-    parser.add_argument("--run", required=True, type=Path, help="an `eval answers` output directory")
+    parser.add_argument("--run", required=True, type=Path, action="append", help="an `eval answers` output (repeat)")
     parser.add_argument("--cases", required=True, type=Path, help="the case file carrying `must_contain`")
     parser.add_argument("--system", default="reground")
+    parser.add_argument("--out", type=Path, default=None, help="write the pooled summary.json here")
     args = parser.parse_args(argv)
-    table = rescore(args.run, args.cases, args.system)
+    table = rescore(args.run, args.cases, args.system, args.out)
     for collection, label, share, n in useful_shares(table["usefulness"]):
         print(f"useful, {collection} {label} (n={n}): {share:.3f}")
+    for label, row in table["behaviour"].items():
+        shares = ", ".join(f"{k}={row[k]:.3f}" for k in ("answer", "hedge", "abstain", "clarify"))
+        print(f"{label} (n={row['n']}): {shares}")
     return 0
 
 
