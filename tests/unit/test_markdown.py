@@ -48,6 +48,10 @@ FastAPI knows `q` is optional because of the **default** value.
 The JS client needs `createClient()`.
 :::
 
+```mermaid
+graph TD; A-->B
+```
+
 | Flag | Meaning |
 |------|---------|
 | `--reload` | restart on change |
@@ -80,7 +84,7 @@ def test_blocks_carry_heading_path_admonition_labels_and_variants() -> None:
     code = next(b for b in blocks if b.kind == "code")
     assert code.path == ("Query Parameters", "Optional parameters")
     assert code.text.startswith("```python\n@app.get") and '    return {"q": q}' in code.text
-    assert not any("title:" in b.text or "{ #" in b.text for b in blocks)
+    assert not any("title:" in b.text or "{ #" in b.text or "A-->B" in b.text for b in blocks)
 
 
 def test_chunks_keep_the_code_with_its_sentence_and_carry_section_and_variant() -> None:

@@ -70,7 +70,7 @@ class IngestSummary:
 # (2: sentence vectors kept per chunk; 3: paragraphs keep their line breaks, packed paragraphs a blank line;
 # 4: the same, with format 2's chunk boundaries; 5: the sentence split keeps a list item whole, its marker
 # included, and starts a sentence at each item's line, so the kept sentence vectors follow it).
-CHUNK_FORMAT = 7  # fact: the stored chunk format's version
+CHUNK_FORMAT = 8  # fact: the stored chunk format's version
 
 
 def content_hash(doc: Document, max_tokens: int) -> str:

@@ -41,6 +41,8 @@ _FRONT_MATTER = re.compile(r"\A---\s*\n.*?\n---\s*\n", re.S)
 
 # Code blocks that show a terminal session; sites colour them with inline HTML (`<font color=...>`), which goes.
 TERMINAL_LANGUAGES = frozenset({"console", "shell", "sh", "bash", "shell-session", "pwsh-session", "text", ""})
+# Code blocks a site renders as a picture (their source is not text a reader sees).
+DIAGRAM_LANGUAGES = frozenset({"mermaid", "plantuml", "dot", "graphviz", "svgbob", "ditaa"})
 # The names of the languages or platforms a language-conditional block (`:::python`) stands for.
 LANGUAGE_LABELS = {
     "python": "Python",
@@ -233,6 +235,8 @@ class _Parser:
                 indent = len(fence.group("indent"))
                 code = "\n".join(_dedent(body, indent)).strip("\n")
                 language = info.split()[0] if info else ""
+                if language.lower() in DIAGRAM_LANGUAGES:  # a diagram's source: the site draws it, a reader never reads it
+                    continue
                 if language.lower() in TERMINAL_LANGUAGES:  # a recorded terminal session, coloured with HTML
                     code = _HTML_TAG.sub("", code)
                 title = re.search(r"title=[\"']([^\"']+)[\"']", info)
