@@ -59,7 +59,14 @@ class Turn:
     gold_doc_ids: list[str]
 
 
-def collect_turns(docs: Path, cases: Path, *, data_dir: str | None, answerable_only: bool = True) -> list[Turn]:
+def collect_turns(
+    docs: Path,
+    cases: Path,
+    *,
+    data_dir: str | None,
+    answerable_only: bool = True,
+    overrides: dict[str, Any] | None = None,
+) -> list[Turn]:
     """Run the graph LLM-free on every turn (only the answerable ones with `must_contain`, by default) and read its
     candidates' units."""
     from langgraph.checkpoint.memory import InMemorySaver
@@ -69,9 +76,8 @@ def collect_turns(docs: Path, cases: Path, *, data_dir: str | None, answerable_o
     from reground.tools.signals.reading import read_turn
     from reground.tools.signals.units import unit_feature_rows
 
-    run = llm_free_graph(
-        docs, data_dir=data_dir, checkpointer=InMemorySaver(), overrides={"evidence": {"unit_ranking": "off"}}
-    )
+    settings = {**(overrides or {}), "evidence": {"unit_ranking": "off"}}
+    run = llm_free_graph(docs, data_dir=data_dir, checkpointer=InMemorySaver(), overrides=settings)
     services = Services(store=run.store)
     retriever = services.retriever(run.context)
     judge, reader = services.judge(run.context), services.reader()

@@ -127,3 +127,12 @@ def test_a_two_unit_reply_cites_both_pages_it_quotes() -> None:
     assert quoting_passages(reply, [first, second]) == [1, 2]
     cited = {c["chunk_id"] for c in citations_for(reply, [first, second], [1, 2])}
     assert cited == {"c1", "c2"}
+
+
+def test_an_extracted_unit_with_a_cut_code_block_is_still_quoted_word_for_word() -> None:
+    from reground.tools.signals.evidence import quoted_verbatim
+
+    page = "Set it up like this:\n\n```python\n" + "\n".join(f"    x_{i} = compute({i})" for i in range(40)) + "\n```"
+    reply = trim_code_blocks(page.replace("\n\n```", "\n```"), ["x_7"], max_lines=4)
+    assert "..." in reply and quoted_verbatim(reply, [page])
+    assert not quoted_verbatim(reply.replace("compute(7)", "compute(8)"), [page])

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 from reground.tools.signals.scoring import rouge_l, token_f1
+from reground.tools.text.code_blocks import CUT_MARK
 from reground.tools.text.lexical import STOPWORDS, lexical_tokens
 from reground.tools.text.sentences import (
     is_list_item,
@@ -324,7 +325,15 @@ def quoted_verbatim(answer: str, texts: Sequence[str]) -> bool:
     are read out of both sides alike: a page's own footnote ("the DMV Call Center [2].") is part of what was copied."""
     body = " ".join(" ".join(strip_citations(text).split()) for text in texts)
     parts = text_sentences(strip_citations(answer))
-    return bool(parts) and all(part in body for part in parts)
+    return bool(parts) and all(piece in body for part in parts for piece in _quoted_pieces(part))
+
+
+def _quoted_pieces(unit: str) -> list[str]:
+    """What must stand in the passages for a unit to be quoted: its sentence, and each line of its code block or table
+    but the `...` that marks a cut (text/code_blocks.py), whitespace collapsed."""
+    prose, structured = split_unit(unit)
+    lines = [" ".join(line.split()) for line in structured.split("\n") if line.strip() and line.strip() != CUT_MARK]
+    return [p for p in [" ".join(prose.split()), *lines] if p]
 
 
 def repeats(answer: str, previous_reply: str) -> bool:

@@ -235,7 +235,9 @@ class _Parser:
                 indent = len(fence.group("indent"))
                 code = "\n".join(_dedent(body, indent)).strip("\n")
                 language = info.split()[0] if info else ""
-                if language.lower() in DIAGRAM_LANGUAGES:  # a diagram's source: the site draws it, a reader never reads it
+                if (
+                    language.lower() in DIAGRAM_LANGUAGES
+                ):  # a diagram's source: the site draws it, a reader never reads it
                     continue
                 if language.lower() in TERMINAL_LANGUAGES:  # a recorded terminal session, coloured with HTML
                     code = _HTML_TAG.sub("", code)
