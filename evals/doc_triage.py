@@ -97,9 +97,9 @@ def turn_rows(turns: Sequence[Turn], ranker: tuple[np.ndarray, np.ndarray, np.nd
             best[unit.passage] = max(best.get(unit.passage, -math.inf), float(unit.unit_score or 0.0))
         kept = sorted(best, key=lambda n: -best[n])[:PASSAGES]
         passage_units = [u for u in units if u.passage in kept]
-        covered, _ = coverage(turn.question, [turn.candidate_texts[n - 1] for n in kept])
+        covered, _ = coverage(turn.asked, [turn.candidate_texts[n - 1] for n in kept])
         pages = page_scores(units, turn.candidate_doc_ids)
-        rows.append(doc_triage_features(turn.question, turn.history, passage_units, pages, covered))
+        rows.append(doc_triage_features(turn.asked, turn.history, passage_units, pages, covered))
     return np.asarray(rows, dtype=np.float32)
 
 

@@ -45,7 +45,8 @@ class Turn:
     case_id: str
     collection: str
     answerability: str
-    question: str
+    question: str  # what the turn's units were read against (the standalone question, when there is one)
+    asked: str  # the message as the user wrote it (what the documentation triage reads)
     history: list[dict[str, str]]
     units: list[Any]  # the candidates' units (signals/evidence.Evidence), in the graph's ranking without the ranker
     rows: np.ndarray
@@ -103,6 +104,7 @@ def collect_turns(
                 collection=case.collection or "",
                 answerability=case.answerability or "ANSWERABLE",
                 question=question,
+                asked=asked,
                 history=history,
                 units=units,
                 rows=unit_feature_rows(question, units, candidates),

@@ -129,7 +129,11 @@ def documentation_decision(
         unit_ranker=env.services.unit_ranker(context),
     ).evidence
     pages = page_scores(units, [c["doc_id"] for c in candidates])
-    row = doc_triage_features(question_of(state), history, reading.evidence, pages, reading.coverage)
+    # The heads read the question as the user asked it (as they were trained): a rewrite that adds the dialogue's
+    # words to it would read as covered by passages that only share the conversation's topic.
+    asked = state["question"]
+    covered = coverage(asked, [p["text"] for p in state.get("passages", [])])[0]
+    row = doc_triage_features(asked, history, reading.evidence, pages, covered)
     model = env.services.doc_triage()
     decision, answerable, underspecified = model.decide(row, may_ask_back=context.use_clarify and not clarified)
     signals.update(doc_answerable=round(answerable, 4), doc_underspecified=round(underspecified, 4))

@@ -36,7 +36,7 @@ from reground.tools.text.lexical import lexical_tokens
 from reground.tools.tuning.turn import TRIAGE
 
 DOC_TRIAGE_FILE = "doc_triage.json"
-DOC_TRIAGE_SHA256 = "71d92506f21ef0299bbb5e56f69d96f459431478d8f067e19b32c484339e3573"
+DOC_TRIAGE_SHA256 = "7556e9bc71dae5fdb844d652ea237ffba5fc2d2a895c11d32ac9565e0c8275d7"
 
 FEATURE_NAMES = (
     "best_unit",
