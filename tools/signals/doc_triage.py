@@ -19,19 +19,17 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from reground.tools.signals.evidence import Evidence
 from reground.tools.signals.judge import Head, logistic
-from reground.tools.signals.units import DOC_MODELS_ENV
+from reground.tools.signals.units import documentation_model
 from reground.tools.text.lexical import lexical_tokens
 from reground.tools.tuning.turn import TRIAGE
 
@@ -161,21 +159,8 @@ class DocTriage:
             float(thresholds["ask_back"]),
         )
 
-    @classmethod
-    def load(cls, path: Path, *, sha256: str = "") -> DocTriage:
-        raw = path.read_bytes()
-        if sha256 and hashlib.sha256(raw).hexdigest() != sha256:
-            raise ValueError(f"the documentation triage at {path.name} does not match its pinned sha256")
-        return cls.from_json(json.loads(raw))
-
 
 @lru_cache(maxsize=1)
 def shipped_doc_triage() -> DocTriage:
     """The documentation triage trained here and installed with the package (loaded once per process)."""
-    override = os.environ.get(DOC_MODELS_ENV)
-    if override:  # weights trained on other data (a leave-one-corpus-out fold, or your own docs): not pinned
-        return DocTriage.load(Path(override) / DOC_TRIAGE_FILE)
-    path = Path(str(resources.files("reground") / "data" / "units" / DOC_TRIAGE_FILE))
-    if not path.exists():
-        raise FileNotFoundError(f"the documentation triage's weights are missing ({path.name}): reinstall reground")
-    return DocTriage.load(path, sha256=DOC_TRIAGE_SHA256)
+    return DocTriage.from_json(documentation_model(DOC_TRIAGE_FILE, DOC_TRIAGE_SHA256, "documentation triage"))

@@ -107,24 +107,27 @@ class UnitRanker:
             scale=np.asarray(data["scale"], dtype=np.float32),
         )
 
-    @classmethod
-    def load(cls, path: Path, *, sha256: str = "") -> UnitRanker:
-        raw = path.read_bytes()
-        if sha256 and hashlib.sha256(raw).hexdigest() != sha256:
-            raise ValueError(f"the unit ranker at {path.name} does not match its pinned sha256")
-        return cls.from_json(json.loads(raw))
+
+def documentation_model(file: str, sha256: str, what: str) -> dict[str, Any]:
+    """A documentation model's JSON: the shipped file, sha256-checked, or the one in the `REGROUND_DOC_MODELS`
+    folder (weights trained on other data: a leave-one-corpus-out fold, or your own docs; not pinned)."""
+    override = os.environ.get(DOC_MODELS_ENV)
+    path = Path(override) / file if override else Path(str(resources.files("reground") / "data" / "units" / file))
+    if not path.exists():
+        raise FileNotFoundError(
+            f"the {what}'s weights are missing ({path}): reinstall reground or fix {DOC_MODELS_ENV}"
+        )
+    raw = path.read_bytes()
+    if not override and hashlib.sha256(raw).hexdigest() != sha256:
+        raise ValueError(f"the {what} at {path.name} does not match its pinned sha256")
+    loaded: dict[str, Any] = json.loads(raw)
+    return loaded
 
 
 @lru_cache(maxsize=1)
 def shipped_unit_ranker() -> UnitRanker:
     """The unit ranker trained here and installed with the package (loaded once per process)."""
-    override = os.environ.get(DOC_MODELS_ENV)
-    if override:  # weights trained on other data (a leave-one-corpus-out fold, or your own docs): not pinned
-        return UnitRanker.load(Path(override) / UNIT_RANKER_FILE)
-    path = Path(str(resources.files("reground") / "data" / "units" / UNIT_RANKER_FILE))
-    if not path.exists():
-        raise FileNotFoundError(f"the unit ranker's weights are missing ({path.name}): reinstall reground")
-    return UnitRanker.load(path, sha256=UNIT_RANKER_SHA256)
+    return UnitRanker.from_json(documentation_model(UNIT_RANKER_FILE, UNIT_RANKER_SHA256, "unit ranker"))
 
 
 def rank_units(

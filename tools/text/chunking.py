@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import Any
 
 from reground.tools.text.loaders import Document
 from reground.tools.text.markdown import looks_like_markdown
@@ -109,42 +110,32 @@ def chunk_document(doc: Document, *, max_tokens: int = DEFAULT_MAX_TOKENS, overl
             if _budget_tokens(tail) <= overlap_tokens:
                 body = f"{tail}{PARAGRAPH_BREAK}{text}"
         previous = text
-        chunks.append(
-            Chunk(
-                chunk_id=chunk_id_for(doc.doc_id, position, body),
-                doc_id=doc.doc_id,
-                title=doc.title,
-                section=section,
-                url=doc.url,
-                position=position,
-                text=body,
-                metadata=dict(doc.metadata),
-            )
-        )
+        chunks.append(_chunk(doc, position, section, body, dict(doc.metadata)))
     return chunks
+
+
+def _chunk(doc: Document, position: int, section: str, text: str, metadata: dict[str, Any]) -> Chunk:
+    return Chunk(
+        chunk_id=chunk_id_for(doc.doc_id, position, text),
+        doc_id=doc.doc_id,
+        title=doc.title,
+        section=section,
+        url=doc.url,
+        position=position,
+        text=text,
+        metadata=metadata,
+    )
 
 
 def _structured_chunks(doc: Document, max_tokens: int) -> list[Chunk]:
     """A markdown (or HTML-derived) page chunked by its structure (text/markdown_chunks.py)."""
     chunks: list[Chunk] = []
-    for position, (section, variant, text, links) in enumerate(
-        structured_pieces(doc.text, doc.title, max_tokens, _budget_tokens)
-    ):
+    pieces = structured_pieces(doc.text, doc.title, max_tokens, _budget_tokens)
+    for position, (section, variant, text, links) in enumerate(pieces):
         metadata = dict(doc.metadata)
         if variant:
             metadata[VARIANT_FIELD] = variant
         if links:
             metadata[LINKS_FIELD] = " ".join(links)
-        chunks.append(
-            Chunk(
-                chunk_id=chunk_id_for(doc.doc_id, position, text),
-                doc_id=doc.doc_id,
-                title=doc.title,
-                section=section,
-                url=doc.url,
-                position=position,
-                text=text,
-                metadata=metadata,
-            )
-        )
+        chunks.append(_chunk(doc, position, section, text, metadata))
     return chunks
