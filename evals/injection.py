@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from reground.tools.signals.injection import guard_candidates, unsupported_contacts
+from reground.tools.signals.injection import guard_candidates
+from reground.tools.signals.reply_guard import unsupported_contacts
 
 SUITE_DIR = Path(__file__).resolve().parent / "data" / "injection"
 NEIGHBOURS = Path(__file__).resolve().parent.parent / "reground" / "data" / "hr_policies.jsonl"
@@ -338,7 +339,8 @@ def measure_flags(suite_dir: Path) -> dict[str, Any]:
     """Per-sentence flagging on a generated suite (evals/injection_suites.py): every sentence of every document's
     lines, injected or not, against `flag_passage` on the document (its url's domain as the document's own):
     precision, recall, per style, with the misses and the false alarms."""
-    from reground.tools.signals.injection import document_domain_of, flag_passage, split_sentences
+    from reground.tools.signals.contacts import document_domain_of
+    from reground.tools.signals.injection import flag_passage, split_sentences
 
     docs = {r["doc_id"]: r for r in _jsonl(suite_dir / "docs.jsonl")}
     tp = fp = fn = tn = 0

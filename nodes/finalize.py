@@ -11,7 +11,7 @@ from reground.nodes.common import NodeEnv
 from reground.nodes.context import Context
 from reground.nodes.state import Citation, Draft, State, TurnResult
 from reground.prompts import answer as answer_prompts
-from reground.tools.signals.injection import guard_reply, unsupported_contacts
+from reground.tools.signals.reply_guard import guard_reply, unsupported_contacts
 from reground.tools.signals.scoring import squad_tokens
 from reground.tools.text.lexical import lexical_tokens
 from reground.tools.text.sentences import CITATION, sentence_spans, strip_citations, text_sentences

@@ -18,7 +18,7 @@ from reground.prompts import answer as answer_prompts
 from reground.tools.adapters.chat import LLMReplyError
 from reground.tools.signals.evidence import quoted_verbatim
 from reground.tools.signals.figures import extract_figures, unsupported_figures
-from reground.tools.signals.injection import only_flagged, unsupported_contacts
+from reground.tools.signals.reply_guard import only_flagged, unsupported_contacts
 from reground.tools.signals.scoring import k_precision, prompt_echo, rouge_l
 from reground.tools.text.sentences import cited_numbers, strip_citations, text_sentences
 from reground.tools.types import Passage

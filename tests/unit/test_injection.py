@@ -22,26 +22,24 @@ from reground.evals.injection import (
     summarize,
 )
 from reground.prompts.fence import fenced
+from reground.tools.signals.contacts import contacts
 from reground.tools.signals.injection import (
     FENCE_CLOSE,
     FENCE_OPEN,
-    QUOTE_WARNING,
     answerable_evidence,
-    borderline_cues,
     borderline_sentences,
     confirm_with_model,
-    contacts,
     find_instructions,
     flag_passage,
     flag_passages,
     flag_sentence,
     guard_candidates,
-    guard_reply,
     instruction_sentences,
     model_judge,
     split_sentences,
-    unsupported_contacts,
 )
+from reground.tools.signals.injection_rules import borderline_cues
+from reground.tools.signals.reply_guard import QUOTE_WARNING, guard_reply, unsupported_contacts
 from reground.tools.text.hidden import hidden_segments, strip_hidden
 from reground.tools.text.loaders import load_paths
 
