@@ -49,6 +49,8 @@ from reground.tools.tuning.models import CHAT
 from reground.tools.tuning.signals import INJECTION
 
 FLAGS_KEY = "injection_flags"  # chunk/passage metadata: ["reason,reason: sentence", ...] (ingest and read time)
+TITLE_REASON = "title"  # the first reason of a flagged title's entry in FLAGS_KEY
+FLAGGED_TITLE = "[title withheld: it reads as an instruction to the assistant]"
 SCREENED_TEXTS_KEPT = INJECTION.screened_texts_kept  # sentences whose flags are kept (text and domain alone)
 
 _EDGE_HIDDEN = "\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff "
@@ -293,14 +295,29 @@ def flag_passage(text: str, *, document_domain: str | None = None) -> list[Flag]
     return list(_passage_flags(text, document_domain))
 
 
-def flag_metadata(metadata: Mapping[str, Any], text: str, url: str = "") -> dict[str, Any]:
-    """A chunk's metadata with its flagged sentences (`FLAGS_KEY`, "reasons: sentence"), at ingest; unchanged
-    (a copy) when nothing is flagged, so clean collections carry no extra field."""
+def flag_metadata(metadata: Mapping[str, Any], text: str, url: str = "", title: str = "") -> dict[str, Any]:
+    """A chunk's metadata with its flagged sentences (`FLAGS_KEY`, "reasons: sentence"; a flagged title as
+    "title,reasons: title"), at ingest; unchanged (a copy) when nothing is flagged, so clean collections carry no
+    extra field."""
     out = dict(metadata)
-    flags = flag_passage(text, document_domain=document_domain_of({"url": url, "metadata": metadata}))
+    domain = document_domain_of({"url": url, "metadata": metadata})
+    flags = [f.as_text() for f in flag_passage(text, document_domain=domain)]
+    if title and (reasons := flag_sentence(title, document_domain=domain)):
+        flags.append(Flag(title, (TITLE_REASON, *reasons)).as_text())
     if flags:
-        out[FLAGS_KEY] = [f.as_text() for f in flags]
+        out[FLAGS_KEY] = flags
     return out
+
+
+def title_flagged(passage: Mapping[str, Any]) -> bool:
+    """Whether a passage's title gives orders (or hides text) as a flagged sentence does: recorded at ingest, or
+    read so now. A title is printed in every citation and shown to a writer, so it is checked like a sentence."""
+    title = " ".join(str(passage.get("title", "")).split())
+    metadata = passage.get("metadata") or {}
+    recorded = metadata.get(FLAGS_KEY, []) if isinstance(metadata, Mapping) else []
+    if any(str(item).startswith(f"{TITLE_REASON},") for item in recorded if isinstance(recorded, list)):
+        return True
+    return bool(title) and bool(flag_sentence(title, document_domain=document_domain_of(passage)))
 
 
 def passage_flags(passage: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
@@ -371,6 +388,10 @@ def flag_passages(passages: Iterable[P], judge: ModelJudge | None = None) -> tup
         flags = flag_passage(text, document_domain=document_domain_of(passage))
         flags += [Flag(f.sentence, f.patterns) for f in confirm_with_model(text, judge)]
         metadata = dict(passage.get("metadata") or {})
+        title = str(passage.get("title", ""))
+        if title != FLAGGED_TITLE and title_flagged(passage):
+            flags.append(Flag(" ".join(title.split()), (TITLE_REASON,)))
+            passage = cast(P, {**passage, "title": FLAGGED_TITLE})
         metadata.pop(FLAGS_KEY, None)
         if flags:
             metadata[FLAGS_KEY] = [f.as_text() for f in flags]
