@@ -42,6 +42,7 @@ PREMIUM_PHONE = re.compile(
     r"^(?:\+?1[\s.-]?)?\(?9(?:00|76)\)?[\s.-]?\d{3}[\s.-]?\d{4}$|^(?:\+49[\s.-]?|0)(?:900|137)\b"
     r"|^(?:\+44[\s.-]?|0)9\d{2}\b|^(?:\+33[\s.-]?|0)8[\s.]?9|^\+34[\s.-]?(?:80[3-7]|90[57])",
 )
+_IP = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
 _TWO_LEVEL_SUFFIX = re.compile(r"\.(?:co|com|org|net|gov|ac|gob|gouv)\.[a-z]{2}$", re.IGNORECASE)
 
 
@@ -84,8 +85,11 @@ def contact_key(contact: str) -> str:
 
 
 def registrable_domain(host: str) -> str:
-    """example.com for www.hr.example.com (example.co.uk for a.example.co.uk): what "the same site" means here."""
+    """example.com for www.hr.example.com (example.co.uk for a.example.co.uk): what "the same site" means here; an
+    IP address is its own."""
     host = host.lower().strip(".").removeprefix("www.")
+    if _IP.match(host) or ":" in host:
+        return host
     labels = host.split(".")
     keep = 3 if _TWO_LEVEL_SUFFIX.search(host) else 2  # fact: labels of a registrable domain
     return ".".join(labels[-keep:])
@@ -124,6 +128,11 @@ def outside_contacts(text: str, document_domain: str | None = None) -> list[str]
         if real and shown and registrable_domain(shown) != registrable_domain(real) and target not in found:
             found.append(target)
     return found
+
+
+def is_site(host: str) -> bool:
+    """A named site (not an IP address, localhost or a bare word): what a collection can learn to trust."""
+    return "." in host and not _IP.match(host) and ":" not in host and not host.endswith(".localhost")
 
 
 def contact_keys(texts: list[str]) -> set[str]:

@@ -106,12 +106,12 @@ _HANDOVER = re.compile(
     re.IGNORECASE,
 )
 _PAY = re.compile(
-    r"\b(?:pay|pays|paid|paying|payable|payment|transfer|transferred|wire|wired|remit|deposit|settle|send\s+"
+    r"\b(?:pay|pays|paid|paying|payable|payment|transfer|transferred|wire|wired|remit|(?<!direct\s)deposit|settle|send\s+"
     r"(?:the\s+)?(?:money|amount|sum|fee)|fee|charge|costs?)\b",
     re.IGNORECASE,
 )
 _PAYEE = re.compile(
-    r"\bIBAN\b|\b[A-Z]{2}\d{2}(?:\s?[A-Z0-9]{4}){2,7}\b|\bsort\s+code\b|\b(?:bank|wire)\s+transfer\b|\baccount\s+"
+    r"\bIBAN\b|(?-i:\b[A-Z]{2}\d{2}(?:\s?[A-Z0-9]{4}){2,7}\b)|\bsort\s+code\b|\b(?:bank|wire)\s+transfer\b|\baccount\s+"
     r"(?:number|no\.?)\b|\b(?:in|by)\s+cash\b|\bcash\s+(?:to|at|only)\b|\bgift\s+cards?\b|\bvouchers?\s+codes?\b"
     r"|\b(?:bitcoin|BTC|crypto\w*|USDT|ethereum|wallet\s+address)\b|\bWestern\s+Union\b|\bMoneyGram\b"
     r"|\b(?:PayPal|Venmo|Zelle|Revolut|Wise)\b",
@@ -121,24 +121,31 @@ _SECRET_RE = re.compile(rf"\b(?:{_SECRET})(?!\w)", re.IGNORECASE)
 _PERSONAL_RE = re.compile(rf"\b(?:{_PERSONAL})(?!\w)", re.IGNORECASE)
 
 
+_KEY_IN = re.compile(r"^(?:enter|entered|type|key\s+in|fill\s+in|put|add)$", re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class Request:
-    """What a sentence asks its reader to hand over: `kind` "secret", "personal_data" or "payment", and the words
-    that say what ("the six-digit code", "IBAN GB33 ...")."""
+    """What a sentence asks its reader to hand over: `kind` "secret", "personal_data" or "payment", the words that
+    say what ("the six-digit code", "IBAN GB33 ..."), and whether it is only to be typed in (into a site or a
+    device: "enter your password") rather than sent to someone."""
 
     kind: str
     what: str
+    typed: bool = False
 
 
-def _asked(sentence: str, start: int, end: int) -> bool:
-    """A handing-over verb near the thing, no negation just before the verb ("never share your PIN")."""
+def _ask_verb(sentence: str, start: int, end: int) -> str | None:
+    """The handing-over verb near the thing, with no negation just before it ("never share your PIN"), or None."""
     window_start = max(0, start - INJECTION.credential_before_chars)
     window = sentence[window_start : end + INJECTION.credential_after_chars]
-    for verb in _HANDOVER.finditer(window):
-        before = window[: verb.start()]
-        if not _NEGATION.search(before[-INJECTION.negation_chars :]):
-            return True
-    return False
+    verbs = [
+        v for v in _HANDOVER.finditer(window) if not _NEGATION.search(window[: v.start()][-INJECTION.negation_chars :])
+    ]
+    if not verbs:
+        return None
+    sent = [v.group(0) for v in verbs if not _KEY_IN.match(v.group(0))]
+    return sent[0] if sent else verbs[0].group(0)
 
 
 def sensitive_requests(sentence: str) -> list[Request]:
@@ -150,8 +157,9 @@ def sensitive_requests(sentence: str) -> list[Request]:
     found: list[Request] = []
     for kind, pattern in (("secret", _SECRET_RE), ("personal_data", _PERSONAL_RE)):
         for match in pattern.finditer(plain):
-            if _asked(plain, match.start(), match.end()):
-                found.append(Request(kind, match.group(0)))
+            verb = _ask_verb(plain, match.start(), match.end())
+            if verb is not None:
+                found.append(Request(kind, match.group(0), typed=bool(_KEY_IN.match(verb))))
                 break
     payee = _PAYEE.search(sentence)
     if payee and _PAY.search(sentence) and not _NEGATION.search(sentence[: payee.start()][-INJECTION.negation_chars :]):

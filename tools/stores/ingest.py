@@ -131,7 +131,7 @@ def ingest_documents(
     with store.writing(on_wait=on_wait):
         summary.repaired = sorted(set(summary.repaired) | set(store.take_repaired()))
         written = _ingest_locked(prepared, store, max_tokens=max_tokens, progress=progress, summary=summary)
-        records = {doc.doc_id: document_record(doc) for doc in written}
+        records = {doc.doc_id: document_record(doc) for doc in written}  # never raises (tested with any text)
         root = settings_dir(store, settings_root)
         summary.trusted_domains = sorted(record_documents(root, store.collection, records, deleted).domains)
     return summary
@@ -213,7 +213,7 @@ def _ingest_locked(
     written: list[Document] = []
     chars = sum(len(doc.text) for doc, _ in todo)
     desc = f"ingest → {store.collection}"
-    with tqdm(total=chars, desc=desc, unit="char", unit_scale=True, disable=not progress) as bar:
+    with tqdm(total=chars, desc=desc, unit="char", unit_scale=True, disable=not progress or not todo) as bar:
         bar.set_postfix_str(f"0/{len(todo)} documents")
         write_embedded = getattr(store, "write_embedded", None)
         for doc, chunks in _written(todo, store, max_tokens, bar, write_embedded, summary):

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from reground.tools.adapters.paths import data_dir as default_data_dir
-from reground.tools.signals.contacts import contacts, document_domain_of, host_of, registrable_domain
+from reground.tools.signals.contacts import contacts, document_domain_of, host_of, is_site, registrable_domain
 from reground.tools.tuning.stores import TRUSTED
 
 SETTINGS_DIR = "collection_settings"
@@ -65,7 +65,7 @@ def document_record(doc: Any) -> dict[str, Any]:
     """What learning keeps of a document: its own domain, and the domains of the addresses and links it gives."""
     text, url, metadata = str(getattr(doc, "text", "")), str(getattr(doc, "url", "")), getattr(doc, "metadata", {})
     own = document_domain_of({"url": url, "metadata": metadata})
-    named = sorted({registrable_domain(h) for c in contacts(text) if (h := host_of(c)) and "." in h})
+    named = sorted({registrable_domain(h) for c in contacts(text) if is_site(h := host_of(c))})
     return {"own": own, "named": named}
 
 

@@ -55,6 +55,18 @@ class Stuffing:
     hit_weight: float = 0.5
 
 
+@dataclass(frozen=True)
+class Conflicts:
+    """Conflicting statements (signals/conflicts.py): when two sentences state the same fact. Set by reading the
+    suites' conflict pages against the doc2dial replies it must leave alone (evals/README.md, "Prompt injection")."""
+
+    # Share of the shorter sentence's content words (figures aside) the two share, and at least this many words.
+    same_words_share: float = 0.7
+    min_shared: int = 3
+    max_shown: int = 2  # conflicts said in one reply
+
+
 INJECTION: Final = Injection()
 STUFFING: Final = Stuffing()
+CONFLICTS: Final = Conflicts()
 TEXT_CHECKS: Final = TextChecks()
