@@ -5,8 +5,9 @@ dense search, and pushed it out of the passages (issue 39). Prose spreads its wo
 repeats, of words (`repeat_share`: the share of its content words, three letters or more, that repeat an earlier
 one) and of character sequences (`compressed_share`: zlib's size against the text's). Lists of similar
 identifiers repeat words too, but not whole sequences, so both must be high. Ingest records a stuffed chunk in its
-metadata (`STUFFED_KEY`); retrieval weighs its hits down (tools/retrieval/search.py) and indexes its words once
-each (tools/stores/search_index.py), so repeating words buys nothing.
+metadata (`STUFFED_KEY`), and every chunk of its page as a stuffed page's (`STUFFED_PAGE_KEY`); retrieval weighs
+their hits down (tools/retrieval/search.py) and indexes their words once each (tools/stores/search_index.py), so
+repeating words buys nothing.
 
 Measured (tools/tuning/signals.py `Stuffing`): no chunk of doc2dial, MTRAG-UN, techdocs or the demo corpus is
 stuffed by both measures (word repeats at most 0.821, and those chunks compress to 0.27 and more); stuffed
@@ -25,6 +26,7 @@ from reground.tools.text.lexical import lexical_tokens
 from reground.tools.tuning.signals import STUFFING
 
 STUFFED_KEY = "stuffed"  # chunk metadata: its `repeat_share`, present only on a stuffed chunk
+STUFFED_PAGE_KEY = "stuffed_page"  # chunk metadata: True on every chunk of a document with a stuffed chunk
 _WORD = re.compile(r"[^\W\d_]{3,}")
 
 
@@ -57,9 +59,20 @@ def stuffing_metadata(metadata: Mapping[str, Any], text: str) -> dict[str, Any]:
     return out
 
 
+def mark_stuffed_page(chunks: list[Any]) -> bool:
+    """Mark every chunk of a document that stuffs keywords anywhere (`STUFFED_PAGE_KEY`): its other chunks (the one
+    with the false figure after the repeated words) are the same page's, and rank no better; whether it did."""
+    if not any(STUFFED_KEY in chunk["metadata"] for chunk in chunks):
+        return False
+    for chunk in chunks:
+        chunk["metadata"] = {**chunk["metadata"], STUFFED_PAGE_KEY: True}
+    return True
+
+
 def chunk_is_stuffed(chunk: Mapping[str, Any]) -> bool:
-    """A chunk recorded as stuffed at ingest, or read so now (a collection written before the check)."""
+    """A chunk recorded at ingest as stuffed or of a stuffed page, or read as stuffed now (a collection written
+    before the check)."""
     metadata = chunk.get("metadata") or {}
-    if isinstance(metadata, Mapping) and STUFFED_KEY in metadata:
+    if isinstance(metadata, Mapping) and (STUFFED_KEY in metadata or STUFFED_PAGE_KEY in metadata):
         return True
     return is_stuffed(str(chunk.get("text", "")))

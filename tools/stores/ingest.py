@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 from reground.tools.signals.injection import flag_metadata
-from reground.tools.signals.stuffing import STUFFED_KEY, stuffing_metadata
+from reground.tools.signals.stuffing import STUFFED_KEY, mark_stuffed_page, stuffing_metadata
 from reground.tools.stores.locking import WaitNotice
 from reground.tools.stores.store import chunk_vectors
 from reground.tools.stores.trusted_domains import document_record, record_documents, settings_dir
@@ -261,6 +261,7 @@ def _written(
                 _skip(summary, doc, failed)
                 continue
             chunks = [c for p in done for c in p.chunks]
+            mark_stuffed_page(chunks)
             if chunks:
                 vectors = np.concatenate([p.vectors for p in done]) if len(done) > 1 else done[0].vectors
                 sentences = [s for p in done for s in p.sentences]
@@ -319,6 +320,7 @@ def flagged_chunks(doc: Document, max_tokens: int) -> list[Chunk]:
     chunks = chunk_document(doc, max_tokens=max_tokens)
     for chunk in chunks:
         chunk["metadata"] = chunk_metadata(chunk, doc.title)
+    mark_stuffed_page(chunks)
     return chunks
 
 

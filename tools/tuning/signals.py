@@ -51,8 +51,9 @@ class Stuffing:
     compressed_threshold: float = 0.2
     zlib_level: int = 9
     texts_kept: int = 8192  # chunk texts whose verdict is cached
-    # Retrieval: a stuffed chunk's hit counts this share of its score (tools/retrieval/search.py).
-    hit_weight: float = 0.5
+    # Retrieval: a stuffed chunk's hit (and its paragraph score) counts this share of its score, so it ranks below an
+    # honest chunk matching half as well (tools/retrieval/search.py).
+    hit_weight: float = 0.25
 
 
 @dataclass(frozen=True)
