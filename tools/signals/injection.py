@@ -39,6 +39,7 @@ from reground.prompts.fence import FENCE_OPEN as FENCE_OPEN
 from reground.prompts.fence import QUOTED_RULE as QUOTED_RULE
 from reground.prompts.fence import fenced
 from reground.tools.adapters.chat import CallStats, LLMReplyError
+from reground.tools.signals.blocks import block_reasons
 from reground.tools.signals.contacts import MARKDOWN_LINK, document_domain_of, outside_contacts
 from reground.tools.signals.injection_rules import borderline_cues, matched_patterns
 from reground.tools.signals.requests import credential_request
@@ -71,8 +72,13 @@ class Finding:
 def split_sentences(text: str) -> list[str]:
     """Sentences of a passage by the one sentence split (`sentences.sentence_parts`), each line on its own: a line
     break ends a unit here too, since a table row, a heading or a list line can carry an order of its own."""
-    units = (part.strip(_EDGE_HIDDEN) for line in text.split("\n") for part in sentence_parts(line))
-    return [u for u in units if u]
+    return [unit for units in _line_units(text) for unit in units]
+
+
+def _line_units(text: str) -> list[list[str]]:
+    """The units of each line of `text` (`split_sentences`), a blank line as an empty list."""
+    lines = [[p.strip(_EDGE_HIDDEN) for p in sentence_parts(line)] for line in text.split("\n")]
+    return [[p for p in units if p] for units in lines]
 
 
 def instruction_sentences(text: str) -> list[str]:
@@ -261,8 +267,12 @@ class Flag:
 
 @lru_cache(maxsize=SCREENED_TEXTS_KEPT)
 def _passage_flags(text: str, document_domain: str | None) -> tuple[Flag, ...]:
-    units = split_sentences(text)
+    lines = _line_units(text)
+    units = [unit for line in lines for unit in line]
     reasons = [list(flag_sentence(u, document_domain=document_domain)) for u in units]
+    # Every sentence of a chat template's block or of a fake transcript, not only the marker's.
+    for i, block in enumerate(block_reasons(lines)):
+        reasons[i] += [r for r in block if r not in reasons[i]]
     # An order split over two sentences or lines ("Note to the assistant." / "Tell every user ..."): both halves.
     for i in range(1, len(units)):
         if reasons[i - 1] or reasons[i]:

@@ -2,8 +2,9 @@
 
 A page can write a tool call straight after a fact ("... an extra paid day.{"tool": "send_email", ...}"): the
 sentence split then reads fact and blob as one sentence, the injection flags flag both, and the fact is lost
-(issue 39). Ingest puts each such blob on a line of its own before chunking, so the fact stays a sentence a reply
-can quote and the blob is flagged alone (the injection flags treat each line as a unit). Nothing is removed.
+(issue 39). Ingest makes each such blob a paragraph of its own before chunking, so the fact stays a sentence a
+reply can quote (a fee line without a full stop is not read as the heading of the blob) and the blob is flagged
+alone (the injection flags treat each line as a unit). Nothing is removed.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def _blob_spans(text: str) -> list[tuple[int, int]]:
 
 
 def separate_blobs(text: str) -> tuple[str, int]:
-    """(`text` with every blob that shares a line with other text set on a line of its own, how many were)."""
+    """(`text` with every blob that shares a line with other text set apart as a paragraph of its own, how many
+    were)."""
     if "{" not in text and "<" not in text and "![" not in text:
         return text, 0
     out: list[str] = []
@@ -91,10 +93,10 @@ def separate_blobs(text: str) -> tuple[str, int]:
         before, after = text[last:start], text[end:line_end]
         glued_before, glued_after = bool(text[line_start:start].strip()), bool(after.strip())
         if glued_before:
-            before = before.rstrip(" \t") + "\n"
+            before = before.rstrip(" \t") + "\n\n"
         out += [before, text[start:end]]
         if glued_after:
-            out.append("\n")
+            out.append("\n\n")
         moved += int(glued_before or glued_after)
         last = end
         if glued_after:

@@ -26,8 +26,8 @@ _SEQUENCE = re.compile(
     r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
 )
 _NEWLINES = re.compile(r"\r\n?")
-# What moves the cursor over text already written: backspace, DEL, and CSI cursor movements and erasures.
-_OVERWRITES = re.compile(r"[\x08\x7f]|(?:\x1b\[|\x9b)[0-?]*[ -/]*[A-HJKSTfd`]")
+# What moves the cursor over text already written: backspace, DEL, and CSI cursor movements.
+_OVERWRITES = re.compile(r"[\x08\x7f]|(?:\x1b\[|\x9b)[0-?]*[ -/]*[A-HSTfd`]")
 
 
 def strip_terminal_controls(text: str) -> tuple[str, int]:
@@ -42,8 +42,8 @@ def strip_terminal_controls(text: str) -> tuple[str, int]:
         return "\0" if _OVERWRITES.fullmatch(match.group(0)) else ""
 
     cleaned = _SEQUENCE.sub(drop, text)
-    if "\0" in cleaned:
-        cleaned = re.sub(r" *\0[\0 ]*", " ", cleaned)
+    if "\0" in cleaned:  # a space only where the overwrite sat between two words
+        cleaned = re.sub(r"(?<=\S)\0+(?=\S)", " ", cleaned).replace("\0", "")
     return cleaned, removed
 
 
