@@ -62,7 +62,9 @@ def _transcript_lines(lines: Sequence[Sequence[str]]) -> set[int]:
 
 def block_reasons(lines: Sequence[Sequence[str]]) -> list[tuple[str, ...]]:
     """Per unit (the units of each line, in order; an empty line is a paragraph break), the block reasons it is
-    flagged for: inside a chat template's block, or a line of a fake transcript (empty: neither)."""
+    flagged for: inside a chat template's block, or a line of a fake transcript (empty: neither). A block whose
+    marker has text after it on its line ends with that line; one whose marker ends its line (the turn's text
+    follows below) runs to the closing token or the paragraph's end."""
     transcript = _transcript_lines(lines)
     out: list[tuple[str, ...]] = []
     inside = False
@@ -70,15 +72,21 @@ def block_reasons(lines: Sequence[Sequence[str]]) -> list[tuple[str, ...]]:
         if not units:
             inside = False
             continue
-        for unit in units:
+        ends_with_line = False
+        for n, unit in enumerate(units):
             in_block = inside  # a unit the block runs into, or that a marker of its own opens
             for marker in _MARKER.finditer(unit):
                 inside = marker.group("open") is not None
                 in_block = in_block or inside
+                if inside:  # more than a role word after the marker on its line: the turn's text is that line
+                    after = " ".join([unit[marker.end() :], *units[n + 1 :]]).split()
+                    ends_with_line = len(after) > 1
             reasons: tuple[str, ...] = ()
             if in_block:
                 reasons = (BLOCK_REASON,)
             if i in transcript:
                 reasons = (*reasons, TRANSCRIPT_REASON)
             out.append(reasons)
+        if ends_with_line:
+            inside = False
     return out

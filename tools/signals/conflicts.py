@@ -7,12 +7,14 @@ policy (issue 39). Neither statement is trusted over the other: "supersedes", "u
 authority, they only show that a sentence speaks of the same fact as another.
 
 Two sentences state the same fact when, with their figures set aside, they say nearly the same thing (most of
-their content words shared), or when one of them claims to change or correct something (update language) and
-both speak of the reply's subject (the question's words the reply holds). They disagree when they give the same
-kind of figure (an amount in a currency, a percentage, a duration in the same unit, a date) with different values,
-or when one says the thing is no longer (discontinued, cancelled, no longer ...) and the other states it. Figures
-of different conditions on one page ("under full retirement age" / "in the year you reach it") share too few
-words to count, which keeps real documents' replies as they are (evals/README.md, "Prompt injection").
+their content words shared) and both hold the reply's whole subject (the question's words the reply holds: a
+sentence about the parking card is not about the badge, however alike the two read), or when one of them claims to
+change or correct something (update language) and both hold at least half the subject. They disagree when they
+give the same kind of figure (an amount in a currency, a percentage, a duration in the same unit, a date) with
+different values, or when one says the thing is no longer (discontinued, cancelled, no longer ...) and the other
+states it. Figures of different conditions on one page ("under full retirement age" / "in the year you reach it")
+share too few words to count, which keeps real documents' replies as they are (evals/README.md, "Prompt
+injection").
 """
 
 from __future__ import annotations
@@ -89,16 +91,19 @@ def _statements(passages: Sequence[Mapping[str, Any]]) -> list[Statement]:
 
 
 def _same_fact(a: str, b: str, subject: set[str]) -> bool:
-    """Whether two sentences speak of the same fact: nearly the same words with figures set aside, or one claims
-    to update something and both hold at least half the subject."""
+    """Whether two sentences speak of the same fact: nearly the same words with figures set aside, each holding the
+    whole subject (the question's words the reply holds: "parking card" is not "badge", however alike the two
+    read); or one of them claims to update something and each holds at least half the subject ("the discount was
+    raised to 50%"). Without a subject, only nearly the same words count."""
     wa, wb = _words(a), _words(b)
     if not wa or not wb:
         return False
-    if len(wa & wb) / min(len(wa), len(wb)) >= CONFLICTS.same_words_share and len(wa & wb) >= CONFLICTS.min_shared:
+    shared = len(wa & wb)
+    alike = shared / min(len(wa), len(wb)) >= CONFLICTS.same_words_share and shared >= CONFLICTS.min_shared
+    if alike and subject <= wa and subject <= wb:
         return True
-    updating = bool(_UPDATE.search(a) or _UPDATE.search(b))
     held = min(len(subject & wa), len(subject & wb))
-    return updating and bool(subject) and held > 0 and held * 2 >= len(subject)
+    return bool(subject) and held * 2 >= len(subject) and bool(_UPDATE.search(a) or _UPDATE.search(b))
 
 
 def _disagree(said: Statement, other: Statement) -> str | None:
@@ -133,7 +138,7 @@ def find_conflicts(reply: str, question: str, passages: Sequence[Mapping[str, An
             continue
         figures = tuple(f for f in extract_figures(sentence) if _kind(f)) or source.figures
         said = Statement(sentence, source.passage, figures)
-        subject = (question_words & _words(sentence)) or _words(sentence)
+        subject = question_words & _words(sentence)
         for other in statements:
             if other is source or _words(other.text) == _words(source.text):
                 continue

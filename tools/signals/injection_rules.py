@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from reground.tools.signals.injection_languages import OTHER_LANGUAGE_RULES
+
 NamedPattern = tuple[str, re.Pattern[str]]
 
 
@@ -218,6 +220,18 @@ RULES += (
         r"|\b(?:hay\s+que|se\s+(?:les|le)\s+debe)\s+(?:decirles|decir|indicar|pedir)\w*\b"
         r"|\b(?:dipendenti|utenti|collaboratori)\b[^.!?\n]{0,100}?\b(?:devono|deve)\s+essere\s+(?:informati|"
         r"indirizzati|reindirizzati|invitati)\b",
+    ),
+)
+
+
+RULES += OTHER_LANGUAGE_RULES
+# A tool or function call written into a page (JSON keys or XML tags of the call formats): text for a model that can
+# act, never for the reader; ingest sets such a blob apart from the prose it was glued to (tools/text/blobs.py).
+RULES += (
+    _rule(
+        "tool_call",
+        r"[{,]\s*\"(?:tool|tool_name|tool_calls|function|function_call|action|command|invoke|api_call|recipient_name)"
+        r"\"\s*:|<(?:tool_call|tool_use|function_calls?|invoke|antml:invoke)\b",
     ),
 )
 

@@ -106,14 +106,15 @@ def sentence_cautions(sentence: str, passages: Sequence[Mapping[str, Any]], trus
     out: list[Caution] = []
     for request in sensitive_requests(sentence):
         if request.kind == "secret" and not request.typed:
-            out.append(Caution("secret", request.what, f"it asks you to send {request.what}, which is never sent"))
+            reason = f"it asks you to send a secret ({request.what}), which is never to be sent to anyone"
+            out.append(Caution("secret", request.what, reason))
         elif request.kind == "payment":
-            out.append(
-                Caution("payment", request.what, f"it asks for a payment ({request.what}) no document can vouch for")
-            )
+            reason = f"it asks for a payment ({request.what}) that no document can vouch for"
+            out.append(Caution("payment", request.what, reason))
         elif not page_trusted or off:
             why = where if not page_trusted else f"{', '.join(off)} is not on one of this collection's trusted domains"
-            out.append(Caution(request.kind, request.what, f"it asks for {request.what}: {why}"))
+            what = "personal data" if request.kind == "personal_data" else "a secret"
+            out.append(Caution(request.kind, request.what, f"it asks for {what} ({request.what}): {why}"))
     if off and not out:
         out.append(
             Caution(

@@ -130,8 +130,7 @@ def ingest_documents(
             _skip(summary, doc, exc)
     with store.writing(on_wait=on_wait):
         summary.repaired = sorted(set(summary.repaired) | set(store.take_repaired()))
-        written = _ingest_locked(prepared, store, max_tokens=max_tokens, progress=progress, summary=summary)
-        records = {doc.doc_id: document_record(doc) for doc in written}  # never raises (tested with any text)
+        records = _ingest_locked(prepared, store, max_tokens=max_tokens, progress=progress, summary=summary)
         root = settings_dir(store, settings_root)
         summary.trusted_domains = sorted(record_documents(root, store.collection, records, deleted).domains)
     return summary
@@ -191,8 +190,8 @@ class _Part:
 
 def _ingest_locked(
     documents: Sequence[Document], store: VectorStore, *, max_tokens: int, progress: bool, summary: IngestSummary
-) -> list[Document]:
-    """Write what changed; the documents now written (new or replaced)."""
+) -> dict[str, dict[str, Any]]:
+    """Write what changed; per document now written (new or replaced), what the trusted domains learn of it."""
     known = store.document_hashes()
     seen: set[str] = set()
     todo: list[tuple[Document, str]] = []
@@ -210,7 +209,7 @@ def _ingest_locked(
             summary.documents += 1
             continue
         todo.append((doc, digest))
-    written: list[Document] = []
+    written: dict[str, dict[str, Any]] = {}
     chars = sum(len(doc.text) for doc, _ in todo)
     desc = f"ingest → {store.collection}"
     with tqdm(total=chars, desc=desc, unit="char", unit_scale=True, disable=not progress or not todo) as bar:
@@ -219,7 +218,7 @@ def _ingest_locked(
         for doc, chunks in _written(todo, store, max_tokens, bar, write_embedded, summary):
             replaced = doc.doc_id in known
             if _count(summary, doc, chunks, replaced=replaced):
-                written.append(doc)
+                written[doc.doc_id] = document_record(doc, chunks)  # never raises (tested with any text)
             bar.set_postfix_str(f"{len(written)}/{len(todo)} documents")
     return written
 

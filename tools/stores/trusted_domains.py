@@ -18,13 +18,14 @@ import os
 import tempfile
 import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reground.tools.adapters.paths import data_dir as default_data_dir
 from reground.tools.signals.contacts import contacts, document_domain_of, host_of, is_site, registrable_domain
+from reground.tools.signals.injection import FLAGS_KEY, split_sentences
 from reground.tools.tuning.stores import TRUSTED
 
 SETTINGS_DIR = "collection_settings"
@@ -61,11 +62,21 @@ class TrustedDomains:
         }
 
 
-def document_record(doc: Any) -> dict[str, Any]:
-    """What learning keeps of a document: its own domain, and the domains of the addresses and links it gives."""
-    text, url, metadata = str(getattr(doc, "text", "")), str(getattr(doc, "url", "")), getattr(doc, "metadata", {})
+def document_record(doc: Any, chunks: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """What learning keeps of a document: its own domain, and the domains of the addresses and links its sentences
+    give, those flagged as injected instructions left out (an order planted on many pages names its domain on each:
+    it must not make the domain trusted). Without its chunks, the whole text is read."""
+    url, metadata = str(getattr(doc, "url", "")), getattr(doc, "metadata", {})
     own = document_domain_of({"url": url, "metadata": metadata})
-    named = sorted({registrable_domain(h) for c in contacts(text) if is_site(h := host_of(c))})
+    if chunks:
+        texts = []
+        for chunk in chunks:
+            recorded = (chunk.get("metadata") or {}).get(FLAGS_KEY, [])
+            flagged = {str(item).partition(": ")[2] for item in recorded if isinstance(recorded, list)}
+            texts += [s for s in split_sentences(str(chunk.get("text", ""))) if s not in flagged]
+    else:
+        texts = [str(getattr(doc, "text", ""))]
+    named = sorted({registrable_domain(h) for t in texts for c in contacts(t) if is_site(h := host_of(c))})
     return {"own": own, "named": named}
 
 

@@ -15,7 +15,7 @@ import re
 _JSON_START = re.compile(r"[{\[]\s*(?:\{\s*)?\"[^\"\n]{1,80}\"\s*:")
 # An XML element with a name no prose or HTML inline markup uses for text: a tool call, a function call, a fake
 # system block (<tool_call>, <function_calls>, <system>, <invoke name=...>).
-_XML_OPEN = re.compile(r"<([A-Za-z_][\w:.-]*)(?:\s[^<>]*)?>")
+_XML_OPEN = re.compile(r"(?<!<)<([A-Za-z_][\w:.-]*)(?:\s[^<>]*)?>(?!>)")
 _INLINE_HTML = frozenset(
     {"a", "abbr", "b", "bdi", "bdo", "br", "cite", "code", "data", "dfn", "em", "i", "kbd", "mark", "q", "s"}
     | {"samp", "small", "span", "strong", "sub", "sup", "time", "u", "var", "wbr", "img", "del", "ins", "font"}
@@ -65,7 +65,7 @@ def _blob_spans(text: str) -> list[tuple[int, int]]:
         if name.lower() in _INLINE_HTML:
             continue
         close = text.find(f"</{name}>", match.end())
-        if close >= 0:
+        if close >= 0 and text[close - 1 : close] != "<":
             spans.append((match.start(), close + len(f"</{name}>")))
     spans += [m.span() for m in _IMAGE.finditer(text)]
     code = [m.span() for m in _CODE.finditer(text)]
