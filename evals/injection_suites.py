@@ -500,6 +500,8 @@ def write_suite(docs: Sequence[Doc], out: Path) -> None:
     """docs.jsonl, labels.jsonl and cases.jsonl of a suite (one JSON object a line), and pages/ for HTML pages."""
     out.mkdir(parents=True, exist_ok=True)
     pages = out / "pages"
+    for old in pages.glob("*.html") if pages.is_dir() else []:
+        old.unlink()
     if any(doc.html is not None for doc in docs):
         pages.mkdir(exist_ok=True)
     with (

@@ -18,10 +18,10 @@ from reground.tools.signals.injection import flag_passage, flag_sentence
 from reground.tools.signals.requests import sensitive_requests
 from reground.tools.signals.stuffing import is_stuffed
 from reground.tools.stores import ingest as ingest_module
+from reground.tools.stores.trusted_domains import document_record
 from reground.tools.text.blobs import separate_blobs
 from reground.tools.text.hidden import hidden_segments, strip_hidden
 from reground.tools.text.invisible import strip_invisible
-from reground.tools.stores.trusted_domains import document_record
 from reground.tools.text.loaders import Document, html_text, load_paths
 
 from reground.cli import main

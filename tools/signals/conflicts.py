@@ -27,15 +27,16 @@ from typing import Any
 from reground.prompts.injection import CONFLICT_LINE, CONFLICT_REPLY
 from reground.tools.signals.figures import Figure, extract_figures
 from reground.tools.signals.injection import passage_flags, split_sentences, unit_flagged
-from reground.tools.text.lexical import lexical_tokens
+from reground.tools.text.lexical import STOPWORDS, lexical_tokens, words
 from reground.tools.text.sentences import strip_citations
 from reground.tools.tuning.signals import CONFLICTS
 
 _UPDATE = re.compile(
     r"\b(?:supersed\w*|updated?|updates|update\s+of|editor'?s\s+note|note\s+from\s+the\s+editor|correction|corrected"
     r"|erratum|amend\w*|revis\w*|changed?\s+to|has\s+changed|raised|lowered|increased|decreased|reduced|cut\s+to"
-    r"|now\s+(?:is|are|be|stands?|amounts?)|is\s+now|are\s+now|no\s+longer|replac\w*|as\s+of|with\s+effect\s+from"
-    r"|effective\s+(?:from|immediately|as)|instead|overrid\w*|replaces|in\s+place\s+of|rather\s+than)\b",
+    r"|now\s+(?:is|are|be|stands?|amounts?)|is\s+now|are\s+now|no\s+longer|replaces|replaced\s+(?:by|with)"
+    r"|(?:this|which)\s+replaces|as\s+of|with\s+effect\s+from|effective\s+(?:from|immediately|as)|instead\s+of|overrid\w*"
+    r"|in\s+place\s+of)\b",
     re.IGNORECASE,
 )
 _NEGATIVE = re.compile(
@@ -45,6 +46,10 @@ _NEGATIVE = re.compile(
     re.IGNORECASE,
 )
 _MONEY = frozenset({"EUR", "USD", "GBP", "CHF", "JPY", "INR", "CAD", "AUD", "SEK", "PLN"})
+# A price of nothing, stated in words: "free", "free of charge", "at no cost" (an amount of 0 against "£2").
+_FREE = re.compile(r"\b(?:free(?:\s+of\s+charge)?|at\s+no\s+(?:extra\s+)?(?:cost|charge)|no\s+charge|gratis)\b", re.I)
+# Words that name the value asked for, not what it is of: they are no part of a statement's subject.
+_VALUE_WORDS = frozenset({"free", "charge", "gratis", "cost", "costs", "price", "fee", "fees", "much"})
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,7 @@ class Conflict:
 
 def _kind(figure: Figure) -> str:
     """What a figure measures: money, a share, a duration unit, a date or a time (a bare number: nothing)."""
-    if figure.unit in _MONEY:
+    if figure.unit in _MONEY or figure.text == "free":
         return "money"
     return figure.unit
 
@@ -78,6 +83,14 @@ def _words(text: str) -> set[str]:
     return {w for w in lexical_tokens(text) if not any(ch.isdigit() for ch in w)}
 
 
+def _figures(sentence: str) -> tuple[Figure, ...]:
+    """The sentence's figures of a kind (money, shares, durations, dates), "free" as an amount of 0."""
+    figures = [f for f in extract_figures(sentence) if _kind(f)]
+    if _FREE.search(sentence) and not any(_kind(f) == "money" for f in figures):
+        figures.append(Figure("0", "", "free"))
+    return tuple(figures)
+
+
 def _statements(passages: Sequence[Mapping[str, Any]]) -> list[Statement]:
     """Every unflagged sentence of the passages with its figures (flagged text states nothing: it gives orders)."""
     out: list[Statement] = []
@@ -85,8 +98,7 @@ def _statements(passages: Sequence[Mapping[str, Any]]) -> list[Statement]:
         flagged = passage_flags(passage)
         for sentence in split_sentences(str(passage.get("text", ""))):
             if not unit_flagged(sentence, flagged, None):
-                figures = tuple(f for f in extract_figures(sentence) if _kind(f))
-                out.append(Statement(sentence, number, figures))
+                out.append(Statement(sentence, number, _figures(sentence)))
     return out
 
 
@@ -103,7 +115,24 @@ def _same_fact(a: str, b: str, subject: set[str]) -> bool:
     if alike and subject <= wa and subject <= wb:
         return True
     held = min(len(subject & wa), len(subject & wb))
-    return bool(subject) and held * 2 >= len(subject) and bool(_UPDATE.search(a) or _UPDATE.search(b))
+    updating = bool(_UPDATE.search(a) or _UPDATE.search(b))
+    return bool(subject) and held * 2 >= len(subject) and updating and not _other_kind(a, b, subject)
+
+
+def _other_kind(a: str, b: str, subject: set[str]) -> bool:
+    """Whether a subject word the two share is qualified differently in each ("the travel grant" / "the book
+    grant"): then they speak of two things of a kind, not of one."""
+    ta, tb = words(a), words(b)
+    for word in subject & set(ta) & set(tb):
+        before_a = {ta[i - 1] for i, t in enumerate(ta) if t == word and i > 0 and _qualifier(ta[i - 1])}
+        before_b = {tb[i - 1] for i, t in enumerate(tb) if t == word and i > 0 and _qualifier(tb[i - 1])}
+        if before_a and before_b and not before_a & before_b:
+            return True
+    return False
+
+
+def _qualifier(word: str) -> bool:
+    return word not in STOPWORDS and not any(ch.isdigit() for ch in word)
 
 
 def _disagree(said: Statement, other: Statement) -> str | None:
@@ -111,7 +140,7 @@ def _disagree(said: Statement, other: Statement) -> str | None:
     for mine in said.figures:
         theirs = [f for f in other.figures if _kind(f) == _kind(mine)]
         if theirs and all(f.value != mine.value for f in theirs):
-            return f"{mine} / {theirs[0]}"
+            return f"{mine.text if mine.text == 'free' else mine} / {theirs[0]}"
     if bool(_NEGATIVE.search(said.text)) != bool(_NEGATIVE.search(other.text)):
         return "yes/no"
     return None
@@ -136,9 +165,8 @@ def find_conflicts(reply: str, question: str, passages: Sequence[Mapping[str, An
         source = _source_of(sentence, statements)
         if source is None:
             continue
-        figures = tuple(f for f in extract_figures(sentence) if _kind(f)) or source.figures
-        said = Statement(sentence, source.passage, figures)
-        subject = question_words & _words(sentence)
+        said = Statement(sentence, source.passage, _figures(sentence) or source.figures)
+        subject = (question_words & _words(sentence)) - _VALUE_WORDS
         for other in statements:
             if other is source or _words(other.text) == _words(source.text):
                 continue
