@@ -140,3 +140,41 @@ def test_the_loaders_name_a_bad_file_and_never_raise(tmp_path: Path, data: bytes
     documents, errors = load_paths([path])
     assert len(documents) + len(errors) >= 1 or not data.strip() or suffix == ".jsonl"
     assert all(str(path) in str(e) for e in errors)
+
+
+def test_the_progress_bar_moves_within_a_large_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 39: a 30 MB file showed one bar at '0/1 documents' for minutes. The bar counts characters and moves
+    with every part of INGEST.part_chunks chunks a document is flagged and embedded in."""
+    from dataclasses import replace
+
+    from reground.tools.stores.store import PassageStore
+    from reground.tools.tuning import stores as tuning
+
+    updates: list[float] = []
+
+    class Bar:
+        def __init__(self, *args: object, total: float = 0, **kwargs: object) -> None:
+            self.total = total
+
+        def __enter__(self) -> Bar:
+            return self
+
+        def __exit__(self, *args: object) -> None:
+            return None
+
+        def update(self, n: float) -> None:
+            updates.append(n)
+
+        def set_postfix_str(self, text: str) -> None:
+            return None
+
+    monkeypatch.setattr(ingest_module, "tqdm", Bar)
+    monkeypatch.setattr(ingest_module, "INGEST", replace(tuning.INGEST, part_chunks=4))
+    text = "\n\n".join(
+        f"Paragraph {n} says that rule number {n} applies to every team in the building." for n in range(40)
+    )
+    store = PassageStore.open("large", data_dir=tmp_path / "data", create=True)
+    summary = ingest_module.ingest_documents([Document("big", "Big", text)], store, max_tokens=16, progress=True)
+    assert summary.chunks_added >= 12 and not summary.errors
+    assert len(updates) >= 3, "the bar moved several times inside the one document"
+    assert sum(updates) == pytest.approx(sum(len(c["text"]) for c in store.all_chunks()), rel=0.01)
