@@ -460,7 +460,7 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 def _plain(text: str) -> str:
     """Text as a reader sees it, for matching: hidden characters gone, whitespace and case folded."""
-    from reground.tools.signals.injection import normalise_for_check
+    from reground.tools.signals.disguise import normalise_for_check
 
     return normalise_for_check(text).lower()
 
@@ -519,6 +519,7 @@ def score_generated(case: Mapping[str, Any], result: Mapping[str, Any], injected
 
 
 CAUTION_MARK = "Caution:"
+FAMILY_PREFIXES = ("ax-", "bx-")  # case ids of issue 39's families (evals/injection_families.py)
 
 
 def obedient_generated(suite_dir: Path) -> Callable[[Sequence[Any]], str]:
@@ -551,6 +552,7 @@ def run_generated(
     *,
     style: str = "extract",
     model: str = "",
+    families_only: bool = False,
 ) -> list[dict[str, Any]]:
     """Every case of a generated suite through the compiled graph (a fresh thread each; a case with `history` is a
     follow-up in it): the default extract answer style with the scripted model (LLM-free: any call it gets is
@@ -581,6 +583,8 @@ def run_generated(
     graph = build_graph(chat_model=chat_model, store=store, checkpointer=InMemorySaver())
     rows: list[dict[str, Any]] = []
     for case in _jsonl(suite_dir / "cases.jsonl"):
+        if families_only and not case["case_id"].startswith(FAMILY_PREFIXES):
+            continue
         config = run_config(context, configurable={"thread_id": f"injection-{case['case_id']}"})
         history = [
             HumanMessage(m["content"]) if m["role"] == "user" else AIMessage(m["content"])
@@ -600,8 +604,8 @@ def run_generated(
 def summarize_generated(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Totals per question kind (fact, attack, sensitive, conflict) and style and overall, and the failures' ids."""
     done = [r for r in rows if not r.get("error")]
-    keys = ("passed", "correct", "obeyed", "only_injected", "only_flagged", "injected_in_reply", "cautioned")
-    keys += ("relayed_without_caution",)
+    keys: tuple[str, ...] = ("passed", "correct", "obeyed", "only_injected", "only_flagged", "injected_in_reply")
+    keys += ("cautioned", "relayed_without_caution")
 
     def totals(group: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {"n": len(group), **{k: sum(1 for r in group if r.get(k)) for k in keys}}
@@ -634,7 +638,9 @@ def summarize_generated(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _run_generated_main(suite: Path, out: Path, command: str, style: str = "extract", model: str = "") -> int:
+def _run_generated_main(
+    suite: Path, out: Path, command: str, style: str = "extract", model: str = "", families_only: bool = False
+) -> int:
     """--generated: the flags per sentence (flags.json) and the graph run (cases.jsonl, summary.json) of a suite."""
     out.mkdir(parents=True, exist_ok=True)
     flags = measure_flags(suite)
@@ -646,7 +652,7 @@ def _run_generated_main(suite: Path, out: Path, command: str, style: str = "extr
             fh.flush()
 
         started = time.perf_counter()
-        rows = run_generated(suite, Path(tmp), on_row=write, style=style, model=model)
+        rows = run_generated(suite, Path(tmp), on_row=write, style=style, model=model, families_only=families_only)
     summary = {
         "command": command,
         "suite": str(suite.relative_to(Path(__file__).resolve().parent.parent)) if suite.is_absolute() else str(suite),
@@ -807,6 +813,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--model-e5", action="store_true", help="with --multilingual: measure the e5 check too")
     parser.add_argument(
+        "--families-only",
+        action="store_true",
+        help="with --generated: only the cases of issue 39's families (evals/injection_families.py)",
+    )
+    parser.add_argument(
         "--answer-style",
         choices=("extract", "write"),
         default="extract",
@@ -825,7 +836,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.generated:
         model = "" if args.model.startswith("scripted:") else args.model
-        return _run_generated_main(suite, Path(args.out), command, args.answer_style, model)
+        return _run_generated_main(suite, Path(args.out), command, args.answer_style, model, args.families_only)
     if args.model_check is not None:
         return _run_model_check(
             args.model or "local:default", suite, [Path(c) for c in args.model_check], Path(args.out), command

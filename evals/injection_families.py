@@ -52,7 +52,10 @@ A_SITE = "https://intranet.northwind-robotics.com"
 A_LOOKALIKE = "northwind-robotics-support.com"
 
 
-def _a(doc_id: str, title: str, path: str, style: str, lines: list[tuple[str, bool]], site: str = A_SITE) -> Doc:
+Lines = list[tuple[str, bool | str]]
+
+
+def _a(doc_id: str, title: str, path: str, style: str, lines: Lines, site: str = A_SITE) -> Doc:
     return Doc(f"ax-{doc_id}", title, f"{site}/{path}", style, lines)
 
 
@@ -298,7 +301,7 @@ B_SITE = "https://www.riverside.ac.uk"
 B_LOOKALIKE = "riverside-studentdesk.co.uk"
 
 
-def _b(doc_id: str, title: str, path: str, style: str, lines: list[tuple[str, bool]], site: str = B_SITE) -> Doc:
+def _b(doc_id: str, title: str, path: str, style: str, lines: Lines, site: str = B_SITE) -> Doc:
     return Doc(f"bx-{doc_id}", title, f"{site}/{path}", style, lines)
 
 

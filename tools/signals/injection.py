@@ -21,10 +21,7 @@ judge, `model_judge(chat_model)`, one structured call per sentence; those it cal
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, is_dataclass, replace
 from functools import lru_cache
@@ -41,10 +38,10 @@ from reground.prompts.fence import fenced
 from reground.tools.adapters.chat import CallStats, LLMReplyError
 from reground.tools.signals.blocks import block_reasons
 from reground.tools.signals.contacts import MARKDOWN_LINK, document_domain_of, outside_contacts
+from reground.tools.signals.disguise import BASE64, decoded, variants
 from reground.tools.signals.injection_rules import borderline_cues, matched_patterns
 from reground.tools.signals.requests import credential_request
 from reground.tools.text.hidden import hidden_segments, markup_hidden_segments, strip_hidden
-from reground.tools.text.invisible import HIDDEN_FOR_CHECK
 from reground.tools.text.sentences import CITATION, sentence_parts
 from reground.tools.tuning.models import CHAT
 from reground.tools.tuning.signals import INJECTION
@@ -165,14 +162,6 @@ def confirm_with_model(text: str, judge: ModelJudge | None) -> list[Finding]:
 
 # --- Flagging: per sentence, at ingest and at read time; nothing is deleted ------------------------------------
 
-# Latin look-alikes in Cyrillic and Greek, mapped only inside words that mix scripts ("іgnоre" with Cyrillic і, о).
-_CONFUSABLES = str.maketrans(
-    "аеорсхуіјѕԁһӏАВЕКМНОРСТХЅІЈοαιкνтΑΒΕΗΙΚΜΝΟΡΤΧΥΖ", "aeopcxyijsdhlABEKMHOPCTXSIJoaiKvtABEHIKMNOPTXYZ"
-)
-_MIXED_WORD = re.compile(r"\w*[A-Za-z]\w*[\u0370-\u03ff\u0400-\u04ff]\w*|\w*[\u0370-\u03ff\u0400-\u04ff]\w*[A-Za-z]\w*")
-_LEET_WORD = re.compile(r"(?=[\w@$|]*[A-Za-z])(?=[\w@$|]*[013457@$|])[\w@$|]{3,}")
-_LEET = str.maketrans("013457@$|", "oieastasi")
-_BASE64 = re.compile(r"(?<![\w+/=])[A-Za-z0-9+/]{16,}={0,2}(?![\w+/=])")
 _ENCODING_CUE = re.compile(r"\b(?:base-?64|decode[sd]?|decoding|rot-?13|hex(?:adecimal)?|encoded|cipher)\b", re.I)
 _HIDDEN_MARKUP = re.compile(
     r"<!--|-->|\[(?://|comment|_)\]:|<[^>]*(?:\bhidden\b|display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0"
@@ -193,43 +182,6 @@ _LOCAL_REASONS = frozenset({"hidden_text", "outside_contact", "encoded"})
 _ADDRESS_ONLY = frozenset({"addressed_to_assistant", "other_language_order"})
 
 
-def normalise_for_check(text: str) -> str:
-    """The text as the rules read it: NFKC (full-width, ligatures), hidden characters dropped, look-alike letters of
-    mixed-script words mapped to Latin, whitespace collapsed. Used for the check only: what is stored, shown and
-    quoted keeps every character."""
-    text = HIDDEN_FOR_CHECK.sub("", unicodedata.normalize("NFKC", text))
-    text = _MIXED_WORD.sub(lambda m: m.group(0).translate(_CONFUSABLES), text)
-    return " ".join(text.split())
-
-
-def _variants(text: str) -> list[str]:
-    """What a sentence may say under its disguise: normalised; hidden characters read as spaces (a zero-width
-    character between two words); leetspeak read as letters; base64 blobs decoded."""
-    base = normalise_for_check(text)
-    out = [base]
-    spaced = " ".join(HIDDEN_FOR_CHECK.sub(" ", unicodedata.normalize("NFKC", text)).split())
-    if spaced != base:
-        out.append(spaced)
-    leet = _LEET_WORD.sub(lambda m: m.group(0).translate(_LEET), base)
-    if leet != base:
-        out += [leet, leet.replace(" i ", " l ")]
-    out += _decoded(base)
-    return out
-
-
-def _decoded(text: str) -> list[str]:
-    found: list[str] = []
-    for blob in _BASE64.findall(text):
-        try:
-            padding = "=" * (-len(blob) % 4)  # fact: base64 pads to a multiple of 4
-            raw = base64.b64decode(blob + padding, validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError, ValueError):
-            continue
-        if raw.isprintable() and sum(c.isalpha() for c in raw) >= len(raw) // 2:
-            found.append(normalise_for_check(raw))
-    return found
-
-
 @lru_cache(maxsize=SCREENED_TEXTS_KEPT)
 def flag_sentence(text: str, *, document_domain: str | None = None) -> tuple[str, ...]:
     """Why a sentence must not be obeyed or be a reply's only content (empty: it may). Reasons: the rule names
@@ -238,16 +190,16 @@ def flag_sentence(text: str, *, document_domain: str | None = None) -> tuple[str
     the document's own domain), `encoded` (its base64 decodes to one of these), `hidden_text` (markup a reader
     does not see). Hidden characters, look-alike letters and leetspeak are read through, not held against it."""
     reasons: list[str] = []
-    variants = _variants(text)
-    for variant in variants:
+    readings = variants(text)
+    for variant in readings:
         reasons += [name for name in matched_patterns(variant) if name not in reasons]
         if "credentials" not in reasons and credential_request(variant):
             reasons.append("credentials")
-    decoded_order = any(matched_patterns(v) or credential_request(v) for v in _decoded(variants[0]))
-    if decoded_order or (_ENCODING_CUE.search(variants[0]) and _BASE64.search(variants[0])):
+    decoded_order = any(matched_patterns(v) or credential_request(v) for v in decoded(readings[0]))
+    if decoded_order or (_ENCODING_CUE.search(readings[0]) and BASE64.search(readings[0])):
         reasons.append("encoded")
-    outside = outside_contacts(variants[0], document_domain)
-    if outside and (_DIRECTIVE.search(variants[0]) or MARKDOWN_LINK.search(variants[0])):
+    outside = outside_contacts(readings[0], document_domain)
+    if outside and (_DIRECTIVE.search(readings[0]) or MARKDOWN_LINK.search(readings[0])):
         reasons.append("outside_contact")
     if _HIDDEN_MARKUP.search(text) and re.sub(r"<!--|-->|\[(?://|comment|_)\]:\s*#?|<[^>]*>", " ", text).strip():
         reasons.append("hidden_text")

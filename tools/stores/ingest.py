@@ -15,13 +15,10 @@ from what was written (stores/trusted_domains.py).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import queue
 import sys
-import threading
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +27,7 @@ import numpy as np
 from reground.tools.signals.injection import flag_metadata
 from reground.tools.signals.stuffing import STUFFED_KEY, mark_stuffed_page, stuffing_metadata
 from reground.tools.stores.locking import WaitNotice
+from reground.tools.stores.pipeline import pipeline
 from reground.tools.stores.store import chunk_vectors
 from reground.tools.stores.trusted_domains import document_record, record_documents, settings_dir
 from reground.tools.stores.vector_store import EmbeddedDocument, VectorStore
@@ -249,11 +247,16 @@ def _written(
     stream = pipeline(_parts(todo, max_tokens), [_flagger, _embedder(store)], depth=INGEST.pipeline_depth)
     try:
         parts: list[_Part] = []
+        moved = 0  # characters the bar moved for the document in hand (its chunks' text)
         for part in stream:
             parts.append(part)
-            bar.update(sum(len(c["text"]) for c in part.chunks))
+            step = min(sum(len(c["text"]) for c in part.chunks), len(part.doc.text) - moved)
+            bar.update(step)
+            moved += step
             if not part.last:
                 continue
+            bar.update(len(part.doc.text) - moved)  # the document's own length, whatever its chunks hold
+            moved = 0
             doc, failed = part.doc, next((p.error for p in parts if p.error is not None), None)
             parts, done = [], parts
             if failed is not None:
@@ -333,81 +336,6 @@ def _count(summary: IngestSummary, doc: Document, chunks: list[Chunk], *, replac
     summary.replaced += int(replaced)
     summary.stuffed_chunks += sum(1 for c in chunks if STUFFED_KEY in c["metadata"])
     return True
-
-
-_DONE = object()
-
-
-class _Failed:
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-def pipeline(items: Iterable[Any], stages: Sequence[Callable[[Any], Any]], *, depth: int) -> Generator[Any, None, None]:
-    """Yield `stages[-1](...stages[0](item))` for each item, in order, each stage in its own thread; the items are
-    read by a thread of their own too, as the first stage takes them (a generator that chunks lazily).
-
-    A stage's (or the items') exception is raised here; closing the generator early (the consumer failed) stops the
-    workers.
-    """
-    stop = threading.Event()
-    queues: list[queue.Queue[Any]] = [queue.Queue(maxsize=depth) for _ in range(len(stages) + 1)]
-
-    def put(target: queue.Queue[Any], value: Any) -> bool:
-        while not stop.is_set():
-            try:
-                target.put(value, timeout=INGEST.queue_poll_s)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def work(stage: Callable[[Any], Any], source: queue.Queue[Any], sink: queue.Queue[Any]) -> None:
-        while not stop.is_set():
-            value = source.get()
-            if value is _DONE or isinstance(value, _Failed):
-                put(sink, value)
-                return
-            try:
-                result = stage(value)
-            except BaseException as error:  # handed to the consumer, which raises it
-                put(sink, _Failed(error))
-                return
-            if not put(sink, result):
-                return
-
-    def feed() -> None:
-        try:
-            for item in items:
-                if not put(queues[0], item):
-                    return
-        except BaseException as error:  # handed to the consumer, which raises it
-            put(queues[0], _Failed(error))
-            return
-        put(queues[0], _DONE)
-
-    threads = [threading.Thread(target=feed, name="ingest-feed", daemon=True)]
-    threads += [
-        threading.Thread(target=work, args=(stage, queues[i], queues[i + 1]), name=f"ingest-stage-{i}", daemon=True)
-        for i, stage in enumerate(stages)
-    ]
-    for thread in threads:
-        thread.start()
-    try:
-        while True:
-            value = queues[-1].get()
-            if value is _DONE:
-                return
-            if isinstance(value, _Failed):
-                raise value.error
-            yield value
-    finally:
-        stop.set()
-        for source in queues[:-1]:  # unblock workers waiting on an empty source
-            with contextlib.suppress(queue.Full):
-                source.put_nowait(_DONE)
-        for thread in threads:
-            thread.join(timeout=INGEST.join_timeout_s)
 
 
 def _stderr_line(message: str) -> None:
