@@ -32,17 +32,17 @@ from reground.tools.text.sentences import strip_citations
 from reground.tools.tuning.signals import CONFLICTS
 
 _UPDATE = re.compile(
-    r"\b(?:supersed\w*|updated?|updates|update\s+of|editor'?s\s+note|note\s+from\s+the\s+editor|correction|corrected"
-    r"|erratum|amend\w*|revis\w*|changed?\s+to|has\s+changed|raised|lowered|increased|decreased|reduced|cut\s+to"
-    r"|now\s+(?:is|are|be|stands?|amounts?)|is\s+now|are\s+now|no\s+longer|replaces|replaced\s+(?:by|with)"
-    r"|(?:this|which)\s+replaces|as\s+of|with\s+effect\s+from|effective\s+(?:from|immediately|as)|instead\s+of|overrid\w*"
-    r"|in\s+place\s+of)\b",
+    r"\b(?:supersed\w*|update\s+(?:of|from|on)\b|updated\s+(?:on|in|as\s+of)\b|(?:this|the\s+latest)\s+update"
+    r"|editor'?s\s+note|note\s+from\s+the\s+editor|correction|corrected|erratum|amended|revised"
+    r"|(?:changed|raised|lowered|increased|decreased|reduced|cut|moved)\s+to|has\s+(?:changed|been\s+withdrawn)"
+    r"|now\s+(?:stands|amounts)|(?:is|are)\s+now|no\s+longer|replaces|replaced\s+(?:by|with)|with\s+effect\s+from"
+    r"|effective\s+(?:from|immediately|as\s+of)|instead\s+of|overrid\w*|in\s+place\s+of)\b",
     re.IGNORECASE,
 )
+# A statement that the thing is no more (against one stating it): "discontinued", "no longer paid".
 _NEGATIVE = re.compile(
-    r"\b(?:discontinu\w*|cancel+ed|abolished|withdrawn|suspended|scrapped|terminated|ended|ceased|no\s+longer"
-    r"|not\s+(?:available|offered|paid|provided|granted|eligible|possible|allowed|permitted|required)|never\s+paid"
-    r"|will\s+not|won't|isn't|aren't|does\s+not|do\s+not|is\s+not|are\s+not)\b",
+    r"\b(?:discontinu\w*|cancel+ed|abolished|withdrawn|scrapped|terminated|ceased|no\s+longer"
+    r"|not\s+(?:available|offered|paid|provided|granted)\s+any\s*more)\b",
     re.IGNORECASE,
 )
 _MONEY = frozenset({"EUR", "USD", "GBP", "CHF", "JPY", "INR", "CAD", "AUD", "SEK", "PLN"})
@@ -106,17 +106,19 @@ def _same_fact(a: str, b: str, subject: set[str]) -> bool:
     """Whether two sentences speak of the same fact: nearly the same words with figures set aside, each holding the
     whole subject (the question's words the reply holds: "parking card" is not "badge", however alike the two
     read); or one of them claims to update something and each holds at least half the subject ("the discount was
-    raised to 50%"). Without a subject, only nearly the same words count."""
+    raised to 50%"). Without a subject (the reply holds none of the question's words), none."""
     wa, wb = _words(a), _words(b)
     if not wa or not wb:
         return False
+    if not subject:
+        return False  # what the question asks about is not in the reply: nothing says the two are one fact
     shared = len(wa & wb)
     alike = shared / min(len(wa), len(wb)) >= CONFLICTS.same_words_share and shared >= CONFLICTS.min_shared
     if alike and subject <= wa and subject <= wb:
         return True
     held = min(len(subject & wa), len(subject & wb))
     updating = bool(_UPDATE.search(a) or _UPDATE.search(b))
-    return bool(subject) and held * 2 >= len(subject) and updating and not _other_kind(a, b, subject)
+    return held * 2 >= len(subject) and updating and not _other_kind(a, b, subject)
 
 
 def _other_kind(a: str, b: str, subject: set[str]) -> bool:
