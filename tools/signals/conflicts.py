@@ -32,11 +32,11 @@ from reground.tools.text.sentences import strip_citations
 from reground.tools.tuning.signals import CONFLICTS
 
 _UPDATE = re.compile(
-    r"\b(?:supersed\w*|update\s+(?:of|from|on)\b|updated\s+(?:on|in|as\s+of)\b|(?:this|the\s+latest)\s+update"
-    r"|editor'?s\s+note|note\s+from\s+the\s+editor|correction|corrected|erratum|amended|revised"
-    r"|(?:changed|raised|lowered|increased|decreased|reduced|cut|moved)\s+to|has\s+(?:changed|been\s+withdrawn)"
-    r"|now\s+(?:stands|amounts)|(?:is|are)\s+now|no\s+longer|replaces|replaced\s+(?:by|with)|with\s+effect\s+from"
-    r"|effective\s+(?:from|immediately|as\s+of)|instead\s+of|overrid\w*|in\s+place\s+of)\b",
+    r"^\W*(?:\[\d+\]\s*)?(?:update|updated|correction|corrected|erratum|amended|amendment|revised|revision|note|"
+    r"editor'?s\s+note|important)\b|\b(?:supersed\w*|update\s+(?:of|from|on)\b|editor'?s\s+note|(?:this|which)\s+"
+    r"replaces|replaces\s+(?:the|any|all)|in\s+place\s+of|(?:changed|raised|lowered|increased|decreased|reduced|cut)"
+    r"\s+to|with\s+effect\s+from|effective\s+(?:from|immediately)|has\s+been\s+(?:withdrawn|discontinued|cancel+ed"
+    r"|abolished|scrapped))\b",
     re.IGNORECASE,
 )
 # A statement that the thing is no more (against one stating it): "discontinued", "no longer paid".
@@ -114,7 +114,11 @@ def _same_fact(a: str, b: str, subject: set[str]) -> bool:
         return False  # what the question asks about is not in the reply: nothing says the two are one fact
     shared = len(wa & wb)
     alike = shared / min(len(wa), len(wb)) >= CONFLICTS.same_words_share and shared >= CONFLICTS.min_shared
-    if alike and subject <= wa and subject <= wb:
+    # The same statement with another value: one side adds at most a few words ("for all employees"), the other
+    # none; words on both sides ("a man who turned 65" / "a woman who turned 65") make two statements.
+    only_a, only_b = wa - wb - _VALUE_WORDS, wb - wa - _VALUE_WORDS
+    restated = min(len(only_a), len(only_b)) == 0 and max(len(only_a), len(only_b)) <= CONFLICTS.added_words
+    if alike and restated and subject <= wa and subject <= wb:
         return True
     held = min(len(subject & wa), len(subject & wb))
     updating = bool(_UPDATE.search(a) or _UPDATE.search(b))

@@ -230,8 +230,8 @@ RULES += OTHER_LANGUAGE_RULES
 RULES += (
     _rule(
         "tool_call",
-        r"[{,]\s*\"(?:tool|tool_name|tool_calls|function|function_call|action|command|invoke|api_call|recipient_name)"
-        r"\"\s*:|<(?:tool_call|tool_use|function_calls?|invoke|antml:invoke)\b",
+        r"(?-i:[{,]\s*\"(?:tool|tool_name|tool_calls|function|function_call|invoke|api_call|recipient_name)\"\s*:)"
+        r"|<(?:tool_call|tool_use|function_calls?|invoke|antml:invoke)\b",
     ),
 )
 

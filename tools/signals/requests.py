@@ -106,15 +106,16 @@ _HANDOVER = re.compile(
     re.IGNORECASE,
 )
 _PAY = re.compile(
-    r"\b(?:pay|pays|paid|paying|payable|payment|transfer|transferred|wire|wired|remit|(?<!direct\s)deposit|settle|send\s+"
-    r"(?:the\s+)?(?:money|amount|sum|fee)|fee|charge|costs?)\b",
+    r"\b(?:pay|pays|paid|paying|payable|payment|transfer|transferred|wire|wired|remit|remitted|(?<!direct\s)deposit"
+    r"|settle|send\s+(?:the\s+)?(?:money|amount|sum|fee)|fee|charge)\b",
     re.IGNORECASE,
 )
+# Where the money goes, by a route nobody can check from a page.
 _PAYEE = re.compile(
-    r"\bIBAN\b|(?-i:\b[A-Z]{2}\d{2}(?:\s?[A-Z0-9]{4}){2,7}\b)|\bsort\s+code\b|\b(?:bank|wire)\s+transfer\b|\baccount\s+"
-    r"(?:number|no\.?)\b|\b(?:in|by)\s+cash\b|\bcash\s+(?:to|at|only)\b|\bgift\s+cards?\b|\bvouchers?\s+codes?\b"
-    r"|\b(?:bitcoin|BTC|crypto\w*|USDT|ethereum|wallet\s+address)\b|\bWestern\s+Union\b|\bMoneyGram\b"
-    r"|\b(?:PayPal|Venmo|Zelle|Revolut|Wise)\b",
+    r"\bIBAN\b|(?-i:\b[A-Z]{2}\d{2}(?:\s?[A-Z0-9]{4}){2,7}\b)|\bsort\s+code\b|\b(?:bank|wire)\s+transfer\b"
+    r"|\b(?:to|into)\s+(?:\w+\s+){0,3}account\s+(?:number|no\.?)\b|\b(?:in|by|with)\s+cash\b|\bcash\s+(?:to|only)\b"
+    r"|\bgift\s+cards?\b|\bvouchers?\s+codes?\b|\b(?:bitcoin|BTC|crypto\w*|USDT|ethereum|wallet\s+address)\b"
+    r"|\bWestern\s+Union\b|\bMoneyGram\b|\b(?:PayPal|Venmo|Zelle|Revolut)\b",
     re.IGNORECASE,
 )
 _SECRET_RE = re.compile(rf"\b(?:{_SECRET})(?!\w)", re.IGNORECASE)

@@ -64,6 +64,8 @@ class Conflicts:
     # Share of the shorter sentence's content words (figures aside) the two share, and at least this many words.
     same_words_share: float = 0.7
     min_shared: int = 3
+    # Words one restatement may add to the other ("for all employees"); the other adds none.
+    added_words: int = 2
     max_shown: int = 2  # conflicts said in one reply
 
 
