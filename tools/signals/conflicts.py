@@ -35,8 +35,7 @@ _UPDATE = re.compile(
     r"^\W*(?:\[\d+\]\s*)?(?:update|updated|correction|corrected|erratum|amended|amendment|revised|revision|note|"
     r"editor'?s\s+note|important)\b|\b(?:supersed\w*|update\s+(?:of|from|on)\b|editor'?s\s+note|(?:this|which)\s+"
     r"replaces|replaces\s+(?:the|any|all)|in\s+place\s+of|(?:changed|raised|lowered|increased|decreased|reduced|cut)"
-    r"\s+to|with\s+effect\s+from|effective\s+(?:from|immediately)|has\s+been\s+(?:withdrawn|discontinued|cancel+ed"
-    r"|abolished|scrapped))\b",
+    r"\s+to|with\s+effect\s+from|effective\s+(?:from|immediately))\b",
     re.IGNORECASE,
 )
 # A statement that the thing is no more (against one stating it): "discontinued", "no longer paid".
