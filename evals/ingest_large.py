@@ -50,9 +50,11 @@ def run(corpus: Path, megabytes: float) -> dict[str, Any]:
         argv = [sys.executable, "-m", "reground", "ingest", str(path), "--collection", "large", "--data-dir"]
         argv += [str(work / "data"), "--max-file-mb", "0"]
         env = {**os.environ, "COLUMNS": "120"}
+        load_before = os.getloadavg()[0]
         started = time.perf_counter()
         done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
         seconds = time.perf_counter() - started
+        load_after = os.getloadavg()[0]
     readings = re.findall(r"ingest → large:\s+(\d+)%", done.stderr.replace("\r", "\n"))
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     chunks = int(m.group(1)) if (m := re.search(r"(\d+) chunks added", summary)) else 0
@@ -65,6 +67,8 @@ def run(corpus: Path, megabytes: float) -> dict[str, Any]:
         "chunks_per_s": round(chunks / seconds, 1),
         "summary": summary,
         "progress_percentages_seen": sorted({int(r) for r in readings}),
+        # The machine is shared: its 1-minute load average when the ingest started and ended (2 cores).
+        "load_average_start_end": [round(load_before, 2), round(load_after, 2)],
         "stderr_tail": done.stderr.replace("\r", "\n").strip().splitlines()[-3:],
     }
 
