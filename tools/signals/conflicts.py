@@ -22,11 +22,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from reground.prompts.injection import CONFLICT_LINE, CONFLICT_REPLY
 from reground.tools.signals.figures import Figure, extract_figures
-from reground.tools.signals.injection import passage_flags, split_sentences, unit_flagged
+from reground.tools.signals.injection import passage_flags, split_sentences
 from reground.tools.text.lexical import STOPWORDS, lexical_tokens, words
 from reground.tools.text.sentences import strip_citations
 from reground.tools.tuning.signals import CONFLICTS
@@ -44,6 +45,7 @@ _NEGATIVE = re.compile(
     r"|not\s+(?:available|offered|paid|provided|granted)\s+any\s*more)\b",
     re.IGNORECASE,
 )
+_DIGIT = re.compile(r"\d")
 _MONEY = frozenset({"EUR", "USD", "GBP", "CHF", "JPY", "INR", "CAD", "AUD", "SEK", "PLN"})
 # A price of nothing, stated in words: "free", "free of charge", "at no cost" (an amount of 0 against "£2").
 _FREE = re.compile(r"\b(?:free(?:\s+of\s+charge)?|at\s+no\s+(?:extra\s+)?(?:cost|charge)|no\s+charge|gratis)\b", re.I)
@@ -53,11 +55,14 @@ _VALUE_WORDS = frozenset({"free", "charge", "gratis", "cost", "costs", "price", 
 
 @dataclass(frozen=True)
 class Statement:
-    """A sentence of a passage (1-based `passage` number) and the figures it states."""
+    """A sentence of a passage (1-based `passage` number), its figures read when asked (most are never compared)."""
 
     text: str
     passage: int
-    figures: tuple[Figure, ...]
+
+    @property
+    def figures(self) -> tuple[Figure, ...]:
+        return _figures(self.text)
 
 
 @dataclass(frozen=True)
@@ -77,11 +82,13 @@ def _kind(figure: Figure) -> str:
     return figure.unit
 
 
-def _words(text: str) -> set[str]:
+@lru_cache(maxsize=CONFLICTS.texts_kept)
+def _words(text: str) -> frozenset[str]:
     """Content words, figures left out."""
-    return {w for w in lexical_tokens(text) if not any(ch.isdigit() for ch in w)}
+    return frozenset(w for w in lexical_tokens(text) if not _DIGIT.search(w))
 
 
+@lru_cache(maxsize=CONFLICTS.texts_kept)
 def _figures(sentence: str) -> tuple[Figure, ...]:
     """The sentence's figures of a kind (money, shares, durations, dates), "free" as an amount of 0."""
     figures = [f for f in extract_figures(sentence) if _kind(f)]
@@ -96,12 +103,12 @@ def _statements(passages: Sequence[Mapping[str, Any]]) -> list[Statement]:
     for number, passage in enumerate(passages, start=1):
         flagged = passage_flags(passage)
         for sentence in split_sentences(str(passage.get("text", ""))):
-            if not unit_flagged(sentence, flagged, None):
-                out.append(Statement(sentence, number, _figures(sentence)))
+            if sentence not in flagged:  # the passage's own units, flagged at read time (and at ingest)
+                out.append(Statement(sentence, number))
     return out
 
 
-def _same_fact(a: str, b: str, subject: set[str]) -> bool:
+def _same_fact(a: str, b: str, subject: frozenset[str]) -> bool:
     """Whether two sentences speak of the same fact: nearly the same words with figures set aside, each holding the
     whole subject (the question's words the reply holds: "parking card" is not "badge", however alike the two
     read); or one of them claims to update something and each holds at least half the subject ("the discount was
@@ -124,7 +131,7 @@ def _same_fact(a: str, b: str, subject: set[str]) -> bool:
     return held * 2 >= len(subject) and updating and not _other_kind(a, b, subject)
 
 
-def _other_kind(a: str, b: str, subject: set[str]) -> bool:
+def _other_kind(a: str, b: str, subject: frozenset[str]) -> bool:
     """Whether a subject word the two share is qualified differently in each ("the travel grant" / "the book
     grant"): then they speak of two things of a kind, not of one."""
     ta, tb = words(a), words(b)
@@ -170,7 +177,7 @@ def find_conflicts(reply: str, question: str, passages: Sequence[Mapping[str, An
         source = _source_of(sentence, statements)
         if source is None:
             continue
-        said = Statement(sentence, source.passage, _figures(sentence) or source.figures)
+        said = Statement(sentence if _figures(sentence) else source.text, source.passage)
         subject = (question_words & _words(sentence)) - _VALUE_WORDS
         for other in statements:
             if other is source or _words(other.text) == _words(source.text):

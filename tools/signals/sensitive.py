@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from reground.prompts.injection import CAUTION
@@ -40,6 +41,7 @@ from reground.tools.signals.contacts import (
 from reground.tools.signals.injection import split_sentences
 from reground.tools.signals.requests import sensitive_requests
 from reground.tools.text.lexical import lexical_tokens
+from reground.tools.tuning.signals import INJECTION
 
 
 @dataclass(frozen=True)
@@ -77,10 +79,15 @@ class Trust:
 
 def _source(sentence: str, passages: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     """The passage the sentence comes from: the one holding most of its content words."""
-    words = set(lexical_tokens(sentence))
+    words = _tokens(sentence)
     if not words or not passages:
         return None
-    return max(passages, key=lambda p: len(words & set(lexical_tokens(str(p.get("text", ""))))))
+    return max(passages, key=lambda p: len(words & _tokens(str(p.get("text", "")))))
+
+
+@lru_cache(maxsize=INJECTION.screened_texts_kept)
+def _tokens(text: str) -> frozenset[str]:
+    return frozenset(lexical_tokens(text))
 
 
 def _off_domain(sentence: str, source_trusted: bool, trust: Trust) -> list[str]:
@@ -98,13 +105,16 @@ def _off_domain(sentence: str, source_trusted: bool, trust: Trust) -> list[str]:
 
 def sentence_cautions(sentence: str, passages: Sequence[Mapping[str, Any]], trust: Trust) -> list[Caution]:
     """Why one reply sentence needs the warning (empty: it does not)."""
+    requests = sensitive_requests(sentence)
+    if not requests and not contacts(sentence):
+        return []
     source = _source(sentence, passages)
     domain = document_domain_of(source) if source is not None else None
     page_trusted = trust.domain_trusted(domain)
     off = _off_domain(sentence, page_trusted, trust)
     where = f"its page is on {domain}, not one of this collection's trusted domains ({trust.named()})"
     out: list[Caution] = []
-    for request in sensitive_requests(sentence):
+    for request in requests:
         if request.kind == "secret" and not request.typed:
             reason = f"it asks you to send a secret ({request.what}), which is never to be sent to anyone"
             out.append(Caution("secret", request.what, reason))

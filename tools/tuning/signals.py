@@ -67,6 +67,7 @@ class Conflicts:
     # Words one restatement may add to the other ("for all employees"); the other adds none.
     added_words: int = 2
     max_shown: int = 2  # conflicts said in one reply
+    texts_kept: int = 4096  # sentences whose words and figures are cached
 
 
 INJECTION: Final = Injection()
