@@ -149,6 +149,17 @@ def test_two_statements_of_the_fact_that_disagree_are_found(reply: str, question
     assert "disagree" in said and conflict.said.text in said and conflict.other.text in said
 
 
+def test_a_written_reply_is_read_against_the_statement_it_restates_too() -> None:
+    """A writer's "The book grant is £150" restates a sentence, but shares most words with the correction after it:
+    the correction is read against the reply, not skipped as its source."""
+    passages = [{"title": "Grant", "text": "Every first-year student gets a book grant of £150.\n"
+                 "Correction: the book grant has been withdrawn for first-year students."}]  # fmt: skip
+    [conflict] = find_conflicts(
+        "The book grant is £150 for first-year students.", "How much is the book grant?", passages
+    )
+    assert "withdrawn" in conflict.other.text
+
+
 @pytest.mark.parametrize(
     ("reply", "question"),
     [

@@ -180,8 +180,8 @@ def find_conflicts(reply: str, question: str, passages: Sequence[Mapping[str, An
         said = Statement(sentence if _figures(sentence) else source.text, source.passage)
         subject = (question_words & _words(sentence)) - _VALUE_WORDS
         for other in statements:
-            if other is source or _words(other.text) == _words(source.text):
-                continue
+            if _words(other.text) == _words(said.text):
+                continue  # the statement the reply restates (a written reply's own source is read against it too)
             about = _disagree(said, other) if _same_fact(said.text, other.text, subject) else None
             if about is not None and all(c.other.text != other.text for c in out):
                 out.append(Conflict(said, other, about))
