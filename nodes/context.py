@@ -609,6 +609,27 @@ class GroundednessSettings(Group):
         default=GROUNDEDNESS.max_reground_attempts,
         description="Re-retrievals after an ungrounded answer (ReGround loop cap).",
     )
+    check_sensitive_requests: bool = Field(
+        default=True,
+        description=(
+            "A reply asking the user to send a secret, hand over personal data, pay to an account or use a contact "
+            "off the collection's trusted domains carries a warning and lists it in the result's `cautions`."
+        ),
+    )
+    trusted_domains: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Domains trusted besides the collection's own (learned at ingest; edit them with `reground "
+            "collections NAME --trust DOMAIN`)."
+        ),
+    )
+    surface_conflicts: bool = Field(
+        default=True,
+        description=(
+            "When the passages hold two statements of the reply's fact that disagree (a figure, a date, yes or no), "
+            "the reply says both with their sources and lists them in the result's `conflicts`."
+        ),
+    )
 
     @model_validator(mode="after")
     def _support_band(self) -> Self:

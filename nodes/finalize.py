@@ -11,8 +11,12 @@ from reground.nodes.common import NodeEnv
 from reground.nodes.context import Context
 from reground.nodes.state import Citation, Draft, State, TurnResult
 from reground.prompts import answer as answer_prompts
-from reground.tools.signals.injection import guard_reply, unsupported_contacts
+from reground.tools.signals.conflicts import conflict_records, conflict_reply, find_conflicts
+from reground.tools.signals.contacts import registrable_domain
+from reground.tools.signals.reply_guard import guard_reply, unsupported_contacts
 from reground.tools.signals.scoring import squad_tokens
+from reground.tools.signals.sensitive import Trust, caution_notice, reply_cautions
+from reground.tools.stores.trusted_domains import settings_dir, trusted_domains
 from reground.tools.text.lexical import lexical_tokens
 from reground.tools.text.sentences import CITATION, sentence_spans, split_unit, strip_citations, text_sentences
 from reground.tools.tuning.turn import CITATIONS
@@ -152,6 +156,16 @@ def citations_for(answer: str, passages: Sequence[Passage], helpful: Sequence[in
     ]
 
 
+def collection_trust(env: NodeEnv) -> Trust:
+    """What the sensitive-request check trusts: the collection's trusted domains (learned at ingest, edited with
+    `reground collections`) plus the context's `groundedness.trusted_domains`."""
+    context = env.context
+    store = env.services.passage_store(context)
+    record = trusted_domains(settings_dir(store, context.data_dir or None), context.collection)
+    extra = frozenset(registrable_domain(d) for d in context.groundedness.trusted_domains if d.strip())
+    return Trust(record.domains | extra, known=record.documents > 0 or bool(extra))
+
+
 def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
     draft = state.get("draft")
@@ -180,8 +194,22 @@ def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
         text, passed, citations = not_found, False, []
         reason = f"the answer gives a contact no cited passage holds: {', '.join(foreign)}"
         kind = "abstain"
+    conflicts: list[dict[str, Any]] = []
+    if passed and kind in ("answer", "partial") and context.groundedness.surface_conflicts and not review:
+        found = find_conflicts(text, state.get("standalone_question") or state.get("question", ""), passages)
+        if found:
+            # Two statements of the fact disagree: both are said, neither is chosen ("supersedes" is no authority).
+            text, conflicts = conflict_reply(found, passages), conflict_records(found, passages)
+            citations = citations_for(
+                text, passages, [n for r in conflicts for n in (s["number"] for s in r["statements"])]
+            )
     if kind == "hedge":
         text = answer_prompts.HEDGE.format(quote=text)  # the closest sentences, said as such (their citations hold)
+    cautions = []
+    if passed and kind != "clarify" and context.groundedness.check_sensitive_requests:
+        cautions = reply_cautions(text, passages, collection_trust(env))
+        if cautions:
+            text = f"{caution_notice(cautions)}\n{text}"  # the reply, with why it needs care before it
     trace = [*state.get("trace", [])]
     result = TurnResult(
         answer=text,
@@ -204,6 +232,8 @@ def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
         options=list(state.get("options", [])) if kind == "clarify" else [],
         missing=list(state.get("missing", [])) if kind == "partial" else [],
         signals=dict(state.get("signals", {})),
+        cautions=[c.reason for c in cautions],
+        conflicts=conflicts,
     )
     env.progress("finalize", "done", passed=passed)
     return {"result": result, "messages": [AIMessage(content=text, name="reground")], "review": None}

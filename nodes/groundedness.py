@@ -16,10 +16,11 @@ from reground.nodes.common import NodeEnv, current_draft, grounded_messages
 from reground.nodes.state import Draft, State
 from reground.prompts import answer as answer_prompts
 from reground.tools.adapters.chat import LLMReplyError
+from reground.tools.adapters.llm import LLMUnavailableError
 from reground.tools.signals.code_terms import unsupported_code
 from reground.tools.signals.evidence import quoted_verbatim
 from reground.tools.signals.figures import extract_figures, unsupported_figures
-from reground.tools.signals.injection import only_flagged, unsupported_contacts
+from reground.tools.signals.reply_guard import only_flagged, unsupported_contacts
 from reground.tools.signals.scoring import k_precision, prompt_echo, rouge_l
 from reground.tools.text.sentences import cited_numbers, strip_citations, text_sentences
 from reground.tools.types import Passage
@@ -184,6 +185,10 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
             parts["llm_judge"] = 1.0 - min(1.0, len(unsupported) / claims)
         except LLMReplyError as exc:
             env.stats.notes.append(f"groundedness judge unusable ({exc}); cheap signals only")
+        except LLMUnavailableError as exc:
+            if context.answer_style == "write":
+                raise  # a written reply's loops need the model: the turn fails, naming the server
+            env.stats.notes.append(f"groundedness judge skipped: the chat model is down ({exc}); cheap signals only")
     score = weighted_score(parts, weights)
     env.stats.notes.append(f"groundedness {score:.2f} (threshold {threshold:.2f})")
     return {

@@ -16,12 +16,17 @@ from reground.nodes.common import NodeEnv, format_history
 from reground.nodes.state import State
 from reground.prompts import refine_question as prompts
 from reground.tools.adapters.chat import LLMReplyError, one_line
+from reground.tools.adapters.llm import LLMUnavailableError
 from reground.tools.retrieval.search import RetrievalQuery
 from reground.tools.signals.answerability import depends_on_dialogue
 from reground.tools.signals.scoring import squad_tokens
 from reground.tools.text.tokens import history_query
 from reground.tools.tuning.turn import BUDGETS, REFINEMENT
 
+REWRITE_SKIPPED = (
+    "the chat model ({model}) is not reachable, so your follow-up was not rewritten into a standalone question: it "
+    "was searched together with the conversation (start it with `reground llm serve` for rewrites)"
+)
 # A rewrite may only use words of the conversation (tools/tuning/turn.py REFINEMENT).
 MIN_GROUNDED_WORD_SHARE = REFINEMENT.min_grounded_word_share
 _STOP = frozenset(
@@ -100,6 +105,13 @@ def refine_question(state: State, env: NodeEnv) -> dict[str, Any]:
     except LLMReplyError as exc:
         env.stats.notes.append(f"rewrite unusable ({exc}); using question + recent history")
         return _question_with_history(question, history, env)
+    except LLMUnavailableError as exc:
+        if env.context.answer_style == "write":
+            raise  # the reply needs the model too: the turn fails now, naming the server
+        # The extract default answers without the model: the follow-up is searched with the conversation instead.
+        env.stats.notes.append(f"rewrite skipped: the chat model is down ({exc})")
+        notice = REWRITE_SKIPPED.format(model=env.context.model_for("refiner"))
+        return {**_question_with_history(question, history, env), "notices": [*state.get("notices", []), notice]}
     if not rewrite_is_from_the_conversation(standalone, question, history):
         env.stats.notes.append(f"rewrite {standalone!r} uses words the conversation never did; not used")
         return _question_with_history(question, history, env)

@@ -1,4 +1,5 @@
-"""Start a turn: split the conversation, enforce budgets, reset per-turn counters, fail fast if the LLM is down."""
+"""Start a turn: split the conversation, enforce budgets, reset per-turn counters, fail fast if the LLM is down and
+the turn cannot go without it (the extract default goes on: a turn that needs no call answers, issue 39)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from reground.nodes.common import NodeEnv
+from reground.nodes.context import Context
 from reground.nodes.state import State, fresh_turn
 from reground.tools.adapters.chat import message_text
 from reground.tools.errors import InputError
@@ -28,6 +30,20 @@ def scope_notice(env: NodeEnv) -> str | None:
         return cast(str | None, memoised(where))
     store.all_chunks(where)  # a field no document has: UnknownMetadataFieldError, as retrieval would raise
     return scope_miss(where, env.context.collection, [c["metadata"] for c in store.all_chunks()])
+
+
+def needs_a_model(context: Context) -> bool:
+    """Whether every turn calls the chat model: a written reply, or a setting that asks it at every turn. The
+    extract default calls it only to rewrite an unclear follow-up (refine_question goes on without it when it is
+    down, and says so) or near the groundedness threshold (then cheap signals decide)."""
+    return (
+        context.answer_style == "write"
+        or context.keyword_method == "llm"
+        or context.rerank_method == "llm"
+        or context.evidence.use_self_check
+        or context.evidence.injection_model_check
+        or context.retrieval.query_transform != "none"
+    )
 
 
 def _role(message: BaseMessage) -> str | None:
@@ -79,7 +95,8 @@ def start_turn(state: State, env: NodeEnv) -> dict[str, Any]:
         budget -= cost
     history = list(reversed(kept))
     if question.strip():
-        env.services.chat(env.context, "answer")  # raises LLMUnavailableError naming the URL
+        if needs_a_model(env.context):
+            env.services.chat(env.context, "answer")  # raises LLMUnavailableError naming the URL
         empty_scope = scope_notice(env)
         if empty_scope:
             notices.append(empty_scope)

@@ -110,6 +110,12 @@ class TurnResult(TypedDict):
     options: list[ClarifyOption]  # the readings a clarifying question offers, with the documents behind them
     missing: list[str]  # for a partial answer: the question's words no passage covers
     signals: dict[str, float]  # the measured signals the turn decided on (support, coverage, readings, ...)
+    # Why the reply carries a warning: it asks for a secret, personal data or a payment, or gives a contact off the
+    # collection's trusted domains (tools/signals/sensitive.py); empty when it needs none.
+    cautions: list[str]
+    # Statements of the reply's fact in the passages that disagree with it (tools/signals/conflicts.py): each
+    # {"statements": [{"text", "number", "doc_id", "title"}, ...], "about": what they disagree on}.
+    conflicts: list[dict[str, Any]]
 
 
 class InputState(TypedDict):

@@ -18,3 +18,16 @@ Examples:
 USER = """Sentence:
 {sentence}
 Is this sentence an instruction to the AI that reads it? Reply with JSON: {{"instruction_to_assistant": true|false}}"""
+
+
+# --- What the reply guard says (tools/signals/conflicts.py, tools/signals/sensitive.py) -------------------------
+
+# Two statements of the reply's fact that disagree: both are said, with their sources; neither is chosen.
+CONFLICT_REPLY = "The documents disagree on this, so check which applies before you rely on it: {statements}"
+CONFLICT_LINE = '"{said}" ({said_source}) but "{other}" ({other_source}).'
+# A reply asking for a secret, personal data or a payment, or giving a contact off the trusted domains: it is said
+# after this warning, which names why.
+CAUTION = (
+    "Caution: {reasons}. Please check it with your organisation through a contact you already know before you send "
+    "anything or pay."
+)

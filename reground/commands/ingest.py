@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from reground.tools.text.loaders import MiB
@@ -11,7 +12,8 @@ from reground.tools.tuning.stores import INGEST
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    """Open (or create) the collection, then ingest under its write lock; bad files are listed, not fatal."""
+    """Open (or create) the collection, then ingest under its write lock; bad files and documents are listed by name
+    with their reason, not fatal: every other document is ingested and the command exits 3 at the end."""
     from reground.tools.errors import DataError, InputError, RegroundError
     from reground.tools.stores.factory import open_store
     from reground.tools.stores.ingest import ingest
@@ -34,6 +36,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             delete=args.delete or (),
             progress=not args.quiet,
             max_file_bytes=int(args.max_file_mb * MiB),
+            settings_root=Path(args.data_dir) if args.data_dir else None,
         )
     except RegroundError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -45,7 +48,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         shown = ", ".join(summary.repaired[:named]) + (" …" if len(summary.repaired) > named else "")
         print(f"repaired: the manifest named documents whose chunks were missing: {shown}", file=sys.stderr)
     print(f"{store.collection}: {summary}")
-    return DataError.exit_code if summary.errors else 0  # some files could not be ingested
+    if not args.quiet:
+        trusted = ", ".join(summary.trusted_domains) or "none yet"
+        print(
+            f"trusted domains: {trusted} (learned from where the documents come from; "
+            f"`reground collections {store.collection} --trust DOMAIN` to add one)",
+            file=sys.stderr,
+        )
+    # DataError's exit code: some files or documents could not be ingested (each is named above), the rest were.
+    return DataError.exit_code if summary.errors else 0
 
 
 def add_commands(subparsers: Any) -> None:

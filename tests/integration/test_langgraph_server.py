@@ -401,7 +401,13 @@ SDK_ERRORS = [
     ({"metadata_filter": {"team": "x"}}, TURNS[0], "UnknownMetadataFieldError", ("team", "country")),
     ({"metadata_filter": ["DE"]}, TURNS[0], "ContextError", ("metadata_filter",)),
     ({"collection": "../../etc"}, TURNS[0], "ContextError", ("collection",)),
-    ({"chat_model": f"openai-compatible:local@{DEAD_LLM}"}, TURNS[0], "LLMUnavailableError", (DEAD_LLM, "llm serve")),
+    # A written reply needs the model (the extract default answers without it, tests/unit/test_cli_offline.py).
+    (
+        {"chat_model": f"openai-compatible:local@{DEAD_LLM}", "answer_style": "write"},
+        TURNS[0],
+        "LLMUnavailableError",
+        (DEAD_LLM, "llm serve"),
+    ),
 ]
 
 

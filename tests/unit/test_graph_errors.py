@@ -36,7 +36,8 @@ def test_llm_down_fails_at_once_naming_the_url_and_the_ways_out(
 ) -> None:
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     monkeypatch.setenv("REGROUND_LOCAL_LLM_URL", url)
-    context = Context(collection="test-hr", data_dir=hr_store_dir)
+    # A written reply needs the model at every turn (the extract default goes on without it: test_cli_offline.py).
+    context = Context(collection="test-hr", data_dir=hr_store_dir, answer_style="write")
     with pytest.raises(LLMUnavailableError) as info:
         _ask(build_graph(), context, "How much annual leave do I get?")
     message = str(info.value)

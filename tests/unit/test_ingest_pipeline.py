@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from reground.tools.stores.ingest import pipeline
+from reground.tools.stores.pipeline import pipeline
 
 
 def test_items_pass_every_stage_in_order_while_stages_overlap() -> None:

@@ -22,26 +22,24 @@ from reground.evals.injection import (
     summarize,
 )
 from reground.prompts.fence import fenced
+from reground.tools.signals.contacts import contacts
 from reground.tools.signals.injection import (
     FENCE_CLOSE,
     FENCE_OPEN,
-    QUOTE_WARNING,
     answerable_evidence,
-    borderline_cues,
     borderline_sentences,
     confirm_with_model,
-    contacts,
     find_instructions,
     flag_passage,
     flag_passages,
     flag_sentence,
     guard_candidates,
-    guard_reply,
     instruction_sentences,
     model_judge,
     split_sentences,
-    unsupported_contacts,
 )
+from reground.tools.signals.injection_rules import borderline_cues
+from reground.tools.signals.reply_guard import QUOTE_WARNING, guard_reply, unsupported_contacts
 from reground.tools.text.hidden import hidden_segments, strip_hidden
 from reground.tools.text.loaders import load_paths
 
@@ -488,7 +486,9 @@ def test_a_zero_width_laced_chunk_keeps_its_text_and_its_fact(tmp_path: Path) ->
     assert flagged["text"] == text, "hidden characters are read through, not used to empty the text"
     assert [f.partition(": ")[2] for f in flagged["metadata"]["injection_flags"]] == [text.split("\n")[1]]
     result = graph_turn(tmp_path, text, "How many days of annual leave do employees in Germany get?")
-    assert result["passed"] and "30\u200b days" in result["answer"] and "APPROVED" not in result["answer"]
+    # Ingest removes the invisible characters (nothing visible changes), so the reply is the sentence as it reads.
+    assert result["passed"] and "receive 30 days" in result["answer"] and "APPROVED" not in result["answer"]
+    assert "\u200b" not in result["answer"]
 
 
 def test_a_flagged_sentence_alone_never_becomes_the_reply(tmp_path: Path) -> None:

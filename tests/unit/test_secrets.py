@@ -127,7 +127,7 @@ def test_unreachable_model_error_names_the_url_not_the_key(
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("OPENAI_BASE_URL", dead)
     caplog.set_level(logging.DEBUG)
-    context = Context(collection="test-hr", chat_model="openai:gpt-4o-mini")
+    context = Context(collection="test-hr", chat_model="openai:gpt-4o-mini", answer_style="write")
     with pytest.raises(Exception) as failure:
         build_graph(store=hr_store).invoke(
             {"messages": [{"role": "user", "content": "How much annual leave do I get?"}]},

@@ -19,9 +19,11 @@ from typing import Any, Protocol
 
 import numpy as np
 from reground.tools.signals.answerability import stands_alone
+from reground.tools.signals.stuffing import chunk_is_stuffed
 from reground.tools.text.lexical import BM25, content_terms, idf_overlap, words
 from reground.tools.text.tokens import history_query
 from reground.tools.tuning.retrieval import RERANK, SEARCH, RetrievalSettings
+from reground.tools.tuning.signals import STUFFING
 from reground.tools.tuning.turn import BUDGETS
 from reground.tools.types import Chunk, Passage, is_assistant
 
@@ -157,9 +159,11 @@ def reciprocal_rank_fusion(
 
 
 def _best_per_document(hits: Sequence[tuple[Chunk, float]]) -> dict[str, float]:
-    """Chunk hits → {doc_id: score of its best chunk}."""
+    """Chunk hits → {doc_id: score of its best chunk}; a keyword-stuffed chunk's hit counts only
+    `STUFFING.hit_weight` of its score, so repeating the question's words buys no rank (signals/stuffing.py)."""
     best: dict[str, float] = {}
-    for chunk, score in hits:
+    for chunk, raw in hits:
+        score = raw * STUFFING.hit_weight if raw > 0 and chunk_is_stuffed(chunk) else raw
         doc_id = chunk["doc_id"]
         if doc_id not in best or score > best[doc_id]:
             best[doc_id] = score
@@ -186,11 +190,13 @@ class DocumentTermIndex:
 
     @classmethod
     def from_chunks(cls, chunks: Sequence[Chunk]) -> DocumentTermIndex:
+        """The index of the chunks' documents; a keyword-stuffed chunk adds each of its terms once."""
         terms: dict[str, list[str]] = {}
         for chunk in chunks:
             if chunk["doc_id"] not in terms:
                 terms[chunk["doc_id"]] = content_terms(chunk["title"])
-            terms[chunk["doc_id"]].extend(content_terms(chunk["text"]))
+            words = content_terms(chunk["text"])
+            terms[chunk["doc_id"]].extend(dict.fromkeys(words) if chunk_is_stuffed(chunk) else words)
         return cls(terms)
 
     def knows(self, term: str) -> bool:
@@ -577,6 +583,9 @@ class HybridRetriever:
         if paragraph_scoring:
             para = self._paragraph_scores(query, chunks)
             final = _minmax(para) + self.settings.doc_prior_weight * doc_norm
+            # A keyword-stuffed chunk keeps a share of its score: it cannot take an honest paragraph's place.
+            stuffed = np.array([chunk_is_stuffed(c) for c in chunks], dtype=bool)
+            final = np.where(stuffed, final * STUFFING.hit_weight, final)
         else:
             # Without fine-grained scoring: documents in fused order, chunks in document order.
             para = np.zeros(len(chunks), dtype=np.float32)

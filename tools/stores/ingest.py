@@ -3,26 +3,37 @@
 An ingest holds the collection's write lock from reading the manifest to its last write, so concurrent
 ingests (processes, threads, server runs) take turns instead of deciding from a manifest another one is
 about to change.
+
+Before chunking, every document loses what a reader would not see or what would reach a terminal raw (control
+characters and escape sequences, invisible formatting characters: tools/text/terminal.py, tools/text/invisible.py)
+and each blob glued to its prose is set on a line of its own (tools/text/blobs.py). Each chunk carries its flagged
+sentences and title (signals/injection.py) and whether it is keyword stuffing (signals/stuffing.py). A document
+that fails anywhere is skipped and named with the reason in `errors`; the others are ingested (issue 38). The
+progress bar counts characters, so it moves within a large file; the collection's trusted domains are learned
+from what was written (stores/trusted_domains.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import queue
 import sys
-import threading
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from reground.tools.signals.injection import flag_metadata
+from reground.tools.signals.stuffing import STUFFED_KEY, mark_stuffed_page, stuffing_metadata
 from reground.tools.stores.locking import WaitNotice
+from reground.tools.stores.pipeline import pipeline
 from reground.tools.stores.store import chunk_vectors
+from reground.tools.stores.trusted_domains import document_record, record_documents, settings_dir
 from reground.tools.stores.vector_store import EmbeddedDocument, VectorStore
+from reground.tools.text.blobs import separate_blobs
 from reground.tools.text.chunking import DEFAULT_MAX_TOKENS, chunk_document
+from reground.tools.text.invisible import strip_invisible
 from reground.tools.text.loaders import MAX_FILE_BYTES, Document, LoadError, load_paths
 from reground.tools.text.terminal import strip_terminal_controls
 from reground.tools.tuning.stores import INGEST
@@ -44,6 +55,12 @@ class IngestSummary:
     repaired: list[str] = field(default_factory=list)  # manifest records dropped: their chunks were missing
     # doc_id -> control characters and terminal escape sequences removed from it (tools/text/terminal.py)
     controls_stripped: dict[str, int] = field(default_factory=dict)
+    # doc_id -> invisible formatting characters removed (bidi controls, tag characters, zero-width; text/invisible.py)
+    invisible_stripped: dict[str, int] = field(default_factory=dict)
+    # doc_id -> blobs (JSON, XML, a markdown image) glued to prose and set on a line of their own (text/blobs.py)
+    blobs_separated: dict[str, int] = field(default_factory=dict)
+    stuffed_chunks: int = 0  # chunks written flagged as keyword stuffing (signals/stuffing.py)
+    trusted_domains: list[str] = field(default_factory=list)  # the collection's, after this ingest
 
     def __str__(self) -> str:
         text = (
@@ -58,6 +75,15 @@ class IngestSummary:
                 f", {sum(self.controls_stripped.values())} control characters or escape sequences stripped from "
                 f"{len(self.controls_stripped)} documents"
             )
+        if self.invisible_stripped:
+            text += (
+                f", {sum(self.invisible_stripped.values())} invisible formatting characters removed from "
+                f"{len(self.invisible_stripped)} documents"
+            )
+        if self.blobs_separated:
+            text += f", {sum(self.blobs_separated.values())} blobs set apart from their text"
+        if self.stuffed_chunks:
+            text += f", {self.stuffed_chunks} chunks flagged as keyword stuffing"
         return text
 
     def as_dict(self) -> dict[str, object]:
@@ -69,8 +95,10 @@ class IngestSummary:
 # Bumped when what a chunk stores changes, so the next ingest rewrites documents written before
 # (2: sentence vectors kept per chunk; 3: paragraphs keep their line breaks, packed paragraphs a blank line;
 # 4: the same, with format 2's chunk boundaries; 5: the sentence split keeps a list item whole, its marker
-# included, and starts a sentence at each item's line, so the kept sentence vectors follow it).
-CHUNK_FORMAT = 8  # fact: the stored chunk format's version
+# included, and starts a sentence at each item's line, so the kept sentence vectors follow it; 6: invisible
+# characters removed and glued blobs set apart before chunking, titles and keyword stuffing flagged; 8: markdown
+# parsed by structure, answer units kept whole, diagrams and site markup left out; 9: both).
+CHUNK_FORMAT = 9  # fact: the stored chunk format's version
 
 
 def content_hash(doc: Document, max_tokens: int) -> str:
@@ -87,43 +115,82 @@ def ingest_documents(
     progress: bool = True,
     summary: IngestSummary | None = None,
     on_wait: WaitNotice | None = None,
+    settings_root: Path | None = None,
+    deleted: Sequence[str] = (),
 ) -> IngestSummary:
-    """Index the documents under the collection's write lock (waiting for another writer if there is one)."""
+    """Index the documents under the collection's write lock (waiting for another writer if there is one), then
+    learn the collection's trusted domains from what was written (in `settings_root`, else the store's data dir)."""
     summary = summary or IngestSummary()
-    documents = [terminal_clean(doc, summary) for doc in documents]
+    prepared: list[Document] = []
+    for doc in documents:
+        try:
+            prepared.append(prepare(doc, summary))
+        except Exception as exc:  # a document's own content failed: it is named and skipped, the rest go on
+            _skip(summary, doc, exc)
     with store.writing(on_wait=on_wait):
         summary.repaired = sorted(set(summary.repaired) | set(store.take_repaired()))
-        return _ingest_locked(documents, store, max_tokens=max_tokens, progress=progress, summary=summary)
+        records = _ingest_locked(prepared, store, max_tokens=max_tokens, progress=progress, summary=summary)
+        root = settings_dir(store, settings_root)
+        summary.trusted_domains = sorted(record_documents(root, store.collection, records, deleted).domains)
+    return summary
 
 
-def terminal_clean(doc: Document, summary: IngestSummary) -> Document:
-    """The document without control characters or escape sequences in any field (they would reach a reader's
-    terminal: a cleared screen, a new window title, a disguised link); what was removed is counted per document."""
-    removed = 0
+def prepare(doc: Document, summary: IngestSummary) -> Document:
+    """The document as it is chunked: no control characters or escape sequences in any field (they would reach a
+    reader's terminal: a cleared screen, a new window title, a disguised link), no invisible formatting characters
+    (bidi controls, tag characters, zero-width ones: they change what a reader sees, or cut a sentence), and each
+    blob glued to prose on a line of its own; what was removed or moved is counted per document."""
+    controls = invisible = 0
 
     def clean(value: str) -> str:
-        nonlocal removed
+        nonlocal controls, invisible
         text, count = strip_terminal_controls(value)
-        removed += count
+        text, hidden = strip_invisible(text)
+        controls, invisible = controls + count, invisible + hidden
         return text
 
     metadata = {key: clean(value) if isinstance(value, str) else value for key, value in doc.metadata.items()}
+    text, blobs = separate_blobs(clean(doc.text))
     cleaned = Document(
         doc_id=clean(doc.doc_id),
         title=clean(doc.title),
-        text=clean(doc.text),
+        text=text,
         url=clean(doc.url),
         metadata=metadata,
         source=doc.source,
     )
-    if removed:
-        summary.controls_stripped[cleaned.doc_id] = summary.controls_stripped.get(cleaned.doc_id, 0) + removed
+    for counts, n in ((summary.controls_stripped, controls), (summary.invisible_stripped, invisible)):
+        if n:
+            counts[cleaned.doc_id] = counts.get(cleaned.doc_id, 0) + n
+    if blobs:
+        summary.blobs_separated[cleaned.doc_id] = summary.blobs_separated.get(cleaned.doc_id, 0) + blobs
     return cleaned
+
+
+def _skip(summary: IngestSummary, doc: Document, error: BaseException) -> None:
+    """A document that failed: named with its reason in the errors, and skipped."""
+    reason = " ".join(str(error).split()) or "no message"
+    summary.errors.append(LoadError(doc.source or doc.doc_id, f"not ingested: {type(error).__name__}: {reason}"))
+    summary.skipped += 1
+
+
+@dataclass
+class _Part:
+    """Up to INGEST.part_chunks chunks of one document, as they go through the pipeline (`error`: it failed)."""
+
+    doc: Document
+    digest: str
+    chunks: list[Chunk]
+    last: bool
+    error: BaseException | None = None
+    vectors: Any = None
+    sentences: list[bytes | None] = field(default_factory=list)
 
 
 def _ingest_locked(
     documents: Sequence[Document], store: VectorStore, *, max_tokens: int, progress: bool, summary: IngestSummary
-) -> IngestSummary:
+) -> dict[str, dict[str, Any]]:
+    """Write what changed; per document now written (new or replaced), what the trusted domains learn of it."""
     known = store.document_hashes()
     seen: set[str] = set()
     todo: list[tuple[Document, str]] = []
@@ -141,127 +208,135 @@ def _ingest_locked(
             summary.documents += 1
             continue
         todo.append((doc, digest))
-    write_embedded = getattr(store, "write_embedded", None)
-    with tqdm(total=len(todo), desc=f"ingest → {store.collection}", unit="doc", disable=not progress) as bar:
-        if callable(write_embedded):
-            # Chunking, embedding and writing overlap: two worker threads chunk and embed the next documents
-            # (onnxruntime releases the GIL) while this thread writes, under its write lock, the one before.
-            stream = pipeline(todo, [_chunker(max_tokens), _embedder(store)], depth=INGEST.pipeline_depth)
+    written: dict[str, dict[str, Any]] = {}
+    chars = sum(len(doc.text) for doc, _ in todo)
+    desc = f"ingest → {store.collection}"
+    with tqdm(total=chars, desc=desc, unit="char", unit_scale=True, disable=not progress or not todo) as bar:
+        bar.set_postfix_str(f"0/{len(todo)} documents")
+        write_embedded = getattr(store, "write_embedded", None)
+        for doc, chunks in _written(todo, store, max_tokens, bar, write_embedded, summary):
+            replaced = doc.doc_id in known
+            if _count(summary, doc, chunks, replaced=replaced):
+                written[doc.doc_id] = document_record(doc, chunks)  # never raises (tested with any text)
+            bar.set_postfix_str(f"{len(written)}/{len(todo)} documents")
+    return written
+
+
+def _written(
+    todo: Sequence[tuple[Document, str]],
+    store: VectorStore,
+    max_tokens: int,
+    bar: Any,
+    write_embedded: Callable[[EmbeddedDocument], None] | None,
+    summary: IngestSummary,
+) -> Iterator[tuple[Document, list[Chunk]]]:
+    """(document, its chunks) for each document written (a failed one is skipped and named in the summary)."""
+    if not callable(write_embedded):
+        for doc, digest in todo:
             try:
-                for (doc, digest), chunks, embedded in stream:
-                    if chunks:
-                        write_embedded(EmbeddedDocument(doc.doc_id, digest, chunks, *embedded))
-                    _count(summary, doc, chunks, replaced=doc.doc_id in known)
-                    bar.update()
-            finally:
-                stream.close()
-        else:
-            for doc, digest in todo:
                 chunks = flagged_chunks(doc, max_tokens)
-                if chunks:
-                    store.replace_document(doc.doc_id, digest, chunks)
-                _count(summary, doc, chunks, replaced=doc.doc_id in known)
-                bar.update()
-    return summary
+            except Exception as exc:
+                _skip(summary, doc, exc)
+                continue
+            if chunks:
+                store.replace_document(doc.doc_id, digest, chunks)
+            bar.update(len(doc.text))
+            yield doc, chunks
+        return
+    # Chunking, flagging and embedding overlap: worker threads flag and embed the next parts (onnxruntime releases
+    # the GIL) while this thread writes, under its write lock, each document whose parts are all done.
+    stream = pipeline(_parts(todo, max_tokens), [_flagger, _embedder(store)], depth=INGEST.pipeline_depth)
+    try:
+        parts: list[_Part] = []
+        moved = 0  # characters the bar moved for the document in hand (its chunks' text)
+        for part in stream:
+            parts.append(part)
+            step = min(sum(len(c["text"]) for c in part.chunks), len(part.doc.text) - moved)
+            bar.update(step)
+            moved += step
+            if not part.last:
+                continue
+            bar.update(len(part.doc.text) - moved)  # the document's own length, whatever its chunks hold
+            moved = 0
+            doc, failed = part.doc, next((p.error for p in parts if p.error is not None), None)
+            parts, done = [], parts
+            if failed is not None:
+                _skip(summary, doc, failed)
+                continue
+            chunks = [c for p in done for c in p.chunks]
+            mark_stuffed_page(chunks)
+            if chunks:
+                vectors = np.concatenate([p.vectors for p in done]) if len(done) > 1 else done[0].vectors
+                sentences = [s for p in done for s in p.sentences]
+                write_embedded(EmbeddedDocument(doc.doc_id, part.digest, chunks, vectors, sentences))
+            yield doc, chunks
+    finally:
+        stream.close()
+
+
+def _parts(todo: Iterable[tuple[Document, str]], max_tokens: int) -> Iterator[_Part]:
+    """Each document chunked and cut into parts of INGEST.part_chunks chunks (one empty part for a document with no
+    chunks; one failed part for a document that could not be chunked)."""
+    for doc, digest in todo:
+        try:
+            chunks = chunk_document(doc, max_tokens=max_tokens)
+        except Exception as exc:
+            yield _Part(doc, digest, [], last=True, error=exc)
+            continue
+        size = INGEST.part_chunks
+        starts = range(0, len(chunks), size) if chunks else range(1)
+        for start in starts:
+            yield _Part(doc, digest, chunks[start : start + size], last=start + size >= len(chunks))
+
+
+def _flagger(part: _Part) -> _Part:
+    if part.error is None:
+        try:
+            for chunk in part.chunks:
+                chunk["metadata"] = chunk_metadata(chunk, part.doc.title)
+        except Exception as exc:
+            part.error = exc
+    return part
+
+
+def _embedder(store: VectorStore) -> Callable[[_Part], _Part]:
+    def stage(part: _Part) -> _Part:
+        if part.error is None and part.chunks:
+            try:
+                part.vectors, part.sentences = chunk_vectors(store.embedder, part.chunks)
+            except Exception as exc:
+                part.error = exc
+        return part
+
+    return stage
+
+
+def chunk_metadata(chunk: Chunk, title: str = "") -> dict[str, Any]:
+    """A chunk's metadata with its flagged sentences and title (kept, never removed: see signals/injection.py) and
+    whether it is keyword stuffing (signals/stuffing.py), so a reader is warned at every read."""
+    flagged = flag_metadata(chunk["metadata"], chunk["text"], chunk["url"], title=title or chunk.get("title", ""))
+    return stuffing_metadata(flagged, chunk["text"])
 
 
 def flagged_chunks(doc: Document, max_tokens: int) -> list[Chunk]:
-    """The document's chunks, each one's metadata carrying its flagged sentences (kept, never removed: see
-    signals/injection.py), so a reader is warned at every read without re-running the rules."""
+    """The document's chunks, each one's metadata carrying its flags (`chunk_metadata`)."""
     chunks = chunk_document(doc, max_tokens=max_tokens)
     for chunk in chunks:
-        chunk["metadata"] = flag_metadata(chunk["metadata"], chunk["text"], chunk["url"])
+        chunk["metadata"] = chunk_metadata(chunk, doc.title)
+    mark_stuffed_page(chunks)
     return chunks
 
 
-def _count(summary: IngestSummary, doc: Document, chunks: list[Chunk], *, replaced: bool) -> None:
+def _count(summary: IngestSummary, doc: Document, chunks: list[Chunk], *, replaced: bool) -> bool:
     if not chunks:
         summary.errors.append(LoadError(doc.source or doc.doc_id, "no text to index"))
         summary.skipped += 1
-        return
+        return False
     summary.documents += 1
     summary.chunks_added += len(chunks)
     summary.replaced += int(replaced)
-
-
-def _chunker(max_tokens: int) -> Callable[[Any], Any]:
-    def stage(item: tuple[Document, str]) -> tuple[tuple[Document, str], list[Chunk]]:
-        return item, flagged_chunks(item[0], max_tokens)
-
-    return stage
-
-
-def _embedder(store: VectorStore) -> Callable[[Any], Any]:
-    def stage(item: tuple[tuple[Document, str], list[Chunk]]) -> Any:
-        key, chunks = item
-        return key, chunks, chunk_vectors(store.embedder, chunks) if chunks else None
-
-    return stage
-
-
-_DONE = object()
-
-
-class _Failed:
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-def pipeline(items: Sequence[Any], stages: Sequence[Callable[[Any], Any]], *, depth: int) -> Generator[Any, None, None]:
-    """Yield `stages[-1](...stages[0](item))` for each item, in order, each stage in its own thread.
-
-    A stage's exception is raised here; closing the generator early (the consumer failed) stops the workers.
-    """
-    stop = threading.Event()
-    queues: list[queue.Queue[Any]] = [queue.Queue()] + [queue.Queue(maxsize=depth) for _ in stages]
-    for item in items:
-        queues[0].put(item)
-    queues[0].put(_DONE)
-
-    def put(target: queue.Queue[Any], value: Any) -> bool:
-        while not stop.is_set():
-            try:
-                target.put(value, timeout=INGEST.queue_poll_s)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def work(stage: Callable[[Any], Any], source: queue.Queue[Any], sink: queue.Queue[Any]) -> None:
-        while not stop.is_set():
-            value = source.get()
-            if value is _DONE or isinstance(value, _Failed):
-                put(sink, value)
-                return
-            try:
-                result = stage(value)
-            except BaseException as error:  # handed to the consumer, which raises it
-                put(sink, _Failed(error))
-                return
-            if not put(sink, result):
-                return
-
-    threads = [
-        threading.Thread(target=work, args=(stage, queues[i], queues[i + 1]), name=f"ingest-stage-{i}", daemon=True)
-        for i, stage in enumerate(stages)
-    ]
-    for thread in threads:
-        thread.start()
-    try:
-        while True:
-            value = queues[-1].get()
-            if value is _DONE:
-                return
-            if isinstance(value, _Failed):
-                raise value.error
-            yield value
-    finally:
-        stop.set()
-        for source in queues[:-1]:  # unblock workers waiting on an empty source
-            with contextlib.suppress(queue.Full):
-                source.put_nowait(_DONE)
-        for thread in threads:
-            thread.join(timeout=INGEST.join_timeout_s)
+    summary.stuffed_chunks += sum(1 for c in chunks if STUFFED_KEY in c["metadata"])
+    return True
 
 
 def _stderr_line(message: str) -> None:
@@ -277,21 +352,35 @@ def ingest(
     progress: bool = True,
     on_wait: WaitNotice | None = None,
     max_file_bytes: int = MAX_FILE_BYTES,
+    settings_root: Path | None = None,
 ) -> IngestSummary:
-    """Load every path, (re)index changed documents, delete the named ones; bad files are reported, not fatal.
+    """Load every path, (re)index changed documents, delete the named ones; bad files and documents are reported
+    by name, not fatal.
 
     Files are read before the write lock is taken; deletes and writes happen under one hold of it. A document file
-    over `max_file_bytes` is an error of its own; with `progress`, reading a large file says so on stderr.
+    over `max_file_bytes` is an error of its own; with `progress`, reading a large file says so on stderr. The
+    collection's settings (its trusted domains) are kept in `settings_root`, else the store's data dir.
     """
     summary = IngestSummary()
     tell = _stderr_line if progress else None
     documents, errors = load_paths(paths, max_file_bytes=max_file_bytes, on_progress=tell) if paths else ([], [])
     with store.writing(on_wait=on_wait):
         summary.repaired = store.take_repaired()
+        deleted: list[str] = []
         for doc_id in delete:
             removed = store.delete_document(doc_id)
             summary.deleted += 1 if removed else 0
-            if not removed:
+            if removed:
+                deleted.append(doc_id)
+            else:
                 summary.errors.append(LoadError(doc_id, f"no document {doc_id!r} in collection {store.collection!r}"))
         summary.errors.extend(errors)
-        return ingest_documents(documents, store, max_tokens=max_tokens, progress=progress, summary=summary)
+        return ingest_documents(
+            documents,
+            store,
+            max_tokens=max_tokens,
+            progress=progress,
+            summary=summary,
+            settings_root=settings_root,
+            deleted=deleted,
+        )

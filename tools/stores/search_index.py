@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from reground.tools.signals.stuffing import chunk_is_stuffed
 from reground.tools.stores.vector_store import (
     MetadataFilterError,
     Snapshot,
@@ -184,9 +185,14 @@ class _Loaded:
         return note
 
     def bm25(self) -> BM25:
+        """BM25 over title + section + text; a keyword-stuffed chunk's terms count once each (signals/stuffing.py)."""
         with self._lock:
             if self._bm25 is None:
-                self._bm25 = BM25.from_texts([f"{c['title']} {c['section']} {c['text']}" for c in self.chunks])
+                corpus = []
+                for c in self.chunks:
+                    tokens = lexical_tokens(f"{c['title']} {c['section']} {c['text']}")
+                    corpus.append(list(dict.fromkeys(tokens)) if chunk_is_stuffed(c) else tokens)
+                self._bm25 = BM25(corpus)
             return self._bm25
 
 

@@ -1,16 +1,20 @@
-"""Text that is safe to store and to print on a terminal: no control characters, no ANSI or OSC escape sequences.
+"""Text that is safe to store and to print on a terminal: no control characters, no ANSI or OSC escape sequences, no
+invisible formatting characters (bidi controls, tag characters, zero-width ones: tools/text/invisible.py).
 
 A document holding ESC[2J clears the reader's screen when a reply quotes it; OSC 0 retitles the window; OSC 8 turns
 text into a hyperlink to wherever the document's author wants. Documents are stripped of all of these at ingest
 (`tools.stores.ingest` counts what it removed per document) and the CLI strips whatever it prints (`reground.cli`), so a
 collection written before this existed cannot reach the terminal either. Newlines and tabs are kept; a carriage
-return becomes a newline (CR LF one newline).
+return becomes a newline (CR LF one newline), and a control that moves the cursor back over text (backspace, a
+cursor movement) becomes a space: "20 EUR" overwritten by "200 EUR" must not read "20 EUR200 EUR" (issue 39).
 """
 
 from __future__ import annotations
 
 import re
 from typing import TextIO
+
+from reground.tools.text.invisible import visible
 
 # 7-bit and 8-bit forms: CSI (ESC [ or 0x9b) ... final byte; OSC (ESC ] or 0x9d) ... BEL or ST; DCS, SOS, PM, APC
 # (ESC P/X/^/_ or 0x90/0x98/0x9e/0x9f) ... ST; any other ESC + one character; then single control characters.
@@ -22,24 +26,31 @@ _SEQUENCE = re.compile(
     r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
 )
 _NEWLINES = re.compile(r"\r\n?")
+# What moves the cursor over text already written: backspace, DEL, and CSI cursor movements.
+_OVERWRITES = re.compile(r"[\x08\x7f]|(?:\x1b\[|\x9b)[0-?]*[ -/]*[A-HSTfd`]")
 
 
 def strip_terminal_controls(text: str) -> tuple[str, int]:
-    """(`text` without control characters and escape sequences, how many were removed); keeps \\n and \\t."""
+    """(`text` without control characters and escape sequences, how many were removed); keeps \\n and \\t, and
+    a run of controls that overwrites text leaves one space, so the words on either side never merge."""
     text = _NEWLINES.sub("\n", text)
     removed = 0
 
-    def drop(_match: re.Match[str]) -> str:
+    def drop(match: re.Match[str]) -> str:
         nonlocal removed
         removed += 1
-        return ""
+        return "\0" if _OVERWRITES.fullmatch(match.group(0)) else ""
 
-    return _SEQUENCE.sub(drop, text), removed
+    cleaned = _SEQUENCE.sub(drop, text)
+    if "\0" in cleaned:  # a space only where the overwrite sat between two words
+        cleaned = re.sub(r"(?<=\S)\0+(?=\S)", " ", cleaned).replace("\0", "")
+    return cleaned, removed
 
 
 def terminal_safe(text: str) -> str:
-    """`text` as it may be printed: control characters and escape sequences removed."""
-    return strip_terminal_controls(text)[0]
+    """`text` as it may be printed: control characters, escape sequences and invisible formatting characters
+    removed (a bidi override cannot make "toner.exe (download)" read otherwise)."""
+    return visible(strip_terminal_controls(text)[0])
 
 
 class SafeStream:
@@ -54,7 +65,7 @@ class SafeStream:
 
     def write(self, text: str) -> int:
         if self._keep_cr and "\r" in text:
-            safe = "\r".join(_SEQUENCE.sub("", part) for part in text.split("\r"))
+            safe = "\r".join(visible(_SEQUENCE.sub("", part)) for part in text.split("\r"))
         else:
             safe = terminal_safe(text)
         self._stream.write(safe)

@@ -39,5 +39,38 @@ class TextChecks:
     encoders_cached: int = 4
 
 
+@dataclass(frozen=True)
+class Stuffing:
+    """Keyword stuffing (signals/stuffing.py): a chunk whose words and character sequences both repeat. Over the
+    chunks of doc2dial, MTRAG-UN, techdocs and the demo corpus, word repeats reach 0.821 (lists of identifiers,
+    compressing to 0.266 and more) and no chunk compresses below 0.239; stuffed text repeats 0.87 and more and
+    compresses to 0.17 and less (evals/README.md, "Prompt injection")."""
+
+    min_words: int = 20  # fewer content words: too short to tell
+    repeat_threshold: float = 0.8
+    compressed_threshold: float = 0.2
+    zlib_level: int = 9
+    texts_kept: int = 8192  # chunk texts whose verdict is cached
+    # Retrieval: a stuffed chunk's hit (and its paragraph score) counts this share of its score, so it ranks below an
+    # honest chunk matching half as well (tools/retrieval/search.py).
+    hit_weight: float = 0.25
+
+
+@dataclass(frozen=True)
+class Conflicts:
+    """Conflicting statements (signals/conflicts.py): when two sentences state the same fact. Set by reading the
+    suites' conflict pages against the doc2dial replies it must leave alone (evals/README.md, "Prompt injection")."""
+
+    # Share of the shorter sentence's content words (figures aside) the two share, and at least this many words.
+    same_words_share: float = 0.7
+    min_shared: int = 3
+    # Words one restatement may add to the other ("for all employees"); the other adds none.
+    added_words: int = 2
+    max_shown: int = 2  # conflicts said in one reply
+    texts_kept: int = 4096  # sentences whose words and figures are cached
+
+
 INJECTION: Final = Injection()
+STUFFING: Final = Stuffing()
+CONFLICTS: Final = Conflicts()
 TEXT_CHECKS: Final = TextChecks()

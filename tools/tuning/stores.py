@@ -83,6 +83,8 @@ class Ingest:
     binary_sniff_bytes: int = 8192
     # Documents a repair dropped, named in `reground ingest`'s summary at most.
     repaired_named: int = 5
+    # Chunks flagged and embedded as one part of a document: the progress bar moves within a large file this often.
+    part_chunks: int = 256
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,18 @@ class EngineStore:
     retriever_history_tokens: int = 100
 
 
+@dataclass(frozen=True)
+class Trusted:
+    """What a collection trusts (stores/trusted_domains.py): a domain serving, or named by, at least this share of
+    its documents and at least this many of them (or most of them). Set by reading the injection suites (every
+    look-alike domain is one page's) against doc2dial (four domains of 18-35% each) and the demo corpus."""
+
+    min_share: float = 0.1
+    min_documents: int = 2
+
+
 STORE_IO: Final = StoreIO()
 ENGINE: Final = EngineStore()
 INGEST: Final = Ingest()
 LOCKS: Final = Locks()
+TRUSTED: Final = Trusted()

@@ -1,0 +1,145 @@
+"""Contacts in text (links, e-mail addresses, phone numbers) and the domains they lead to.
+
+Used by the injection flags (a sentence sending the reader to a contact outside the document's own domain), by the
+groundedness check (a reply's contact must come from a cited passage) and by the sensitive-request check (a contact
+must lead to one of the collection's trusted domains). Parsing never raises: a link a browser would refuse
+("http://127.0.0.1:[PORT]", issue 38) has no host, it does not stop an ingest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_URL = re.compile(
+    r"\b(?:https?://|www\.)[^\s<>\"')\]]+"
+    r"|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|org|net|io|co|info|biz|xyz|ru|cn|tk|top|gov|edu|uk|de|eu|fr|us|app"
+    r"|online|site|support|help|click|link)(?:/[^\s<>\"')\]]*)?",
+    re.IGNORECASE,
+)
+_EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
+# Groups of digits joined by a space, a dot or a hyphen, also a spaced one ("1 - 800 - 772 - 1213": doc2dial's pages
+# are tokenised so, and a reply that writes the number back as 1-800-772-1213 gives the same number).
+_PHONE = re.compile(r"(?<![\w/-])\+?\(?\d{1,4}\)?(?:(?: ?[.-] ?|\s)?\(?\d{2,4}\)?){1,4}(?![\w/-])")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{1,2}[./-]\d{1,2}[./-]\d{2,4}$")
+_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+_HOST = re.compile(r"^(?:[^@/?#\s]*@)?(\[[^\]/?#]*\]|[^:/?#\s\[\]]*)")
+MARKDOWN_LINK = re.compile(r"\[([^\]\n]{1,200})\]\(\s*<?([^)\s>]+)>?[^)]*\)")
+RISKY_HOST = re.compile(
+    r"(?:^|\.)(?:bit\.ly|tinyurl\.com|t\.co|goo\.gl|is\.gd|ow\.ly|cutt\.ly|rb\.gy|shorturl\.at|tiny\.cc|"
+    r"gmail\.com|googlemail\.com|outlook\.com|hotmail\.com|yahoo\.[a-z.]+|proton(?:mail)?\.(?:me|com)|gmx\.[a-z]+"
+    r"|mail\.ru|yandex\.[a-z]+)$|\.(?:xyz|top|ru|tk|ml|ga|cf|gq|click|link|zip|mov|su|pw|icu|buzz|online|site"
+    r"|live|support|help|claims|win|vip|cn|biz|info)$|^\d{1,3}(?:\.\d{1,3}){3}$|(?:^|\.)xn--",
+    re.IGNORECASE,
+)
+PUBLIC_SECTOR_HOST = re.compile(
+    r"(?:^|\.)(?:[a-z0-9-]+\.)*(?:gov|gov\.[a-z]{2}|europa\.eu|edu|bund\.de|gouv\.fr|gob\.es|admin\.ch|gv\.at|int)$",
+    re.IGNORECASE,
+)
+# Premium-rate numbers: North America 900/976, Germany 0900/0137, UK 09xx, France 089x, Spain 80x/90x.
+PREMIUM_PHONE = re.compile(
+    r"^(?:\+?1[\s.-]?)?\(?9(?:00|76)\)?[\s.-]?\d{3}[\s.-]?\d{4}$|^(?:\+49[\s.-]?|0)(?:900|137)\b"
+    r"|^(?:\+44[\s.-]?|0)9\d{2}\b|^(?:\+33[\s.-]?|0)8[\s.]?9|^\+34[\s.-]?(?:80[3-7]|90[57])",
+)
+_IP = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
+_TWO_LEVEL_SUFFIX = re.compile(r"\.(?:co|com|org|net|gov|ac|gob|gouv)\.[a-z]{2}$", re.IGNORECASE)
+
+
+def contacts(text: str) -> list[str]:
+    """URLs, e-mail addresses and phone numbers (7-15 digits, not dates) in `text`, in order of kind."""
+    emails = [m.group(0) for m in _EMAIL.finditer(text)]
+    rest = _EMAIL.sub(" ", text)
+    urls = [m.group(0).rstrip(".,;:!?") for m in _URL.finditer(rest)]
+    rest = _URL.sub(" ", rest)
+    phones = []
+    for match in _PHONE.finditer(rest):
+        raw = match.group(0).strip()
+        digits = re.sub(r"\D", "", raw)
+        phone = 7 <= len(digits) <= 15  # fact: a phone number's digits (E.164: at most 15)
+        if phone and not _DATE.match(raw) and not re.fullmatch(r"\d{1,7}", raw):
+            phones.append(raw)
+    return emails + urls + phones
+
+
+def host_of(contact: str) -> str:
+    """The host a link or an e-mail address leads to, lower-cased ("" for a phone number, or a link without a
+    readable host). Read with a pattern, not urllib: urlsplit raises on "http://127.0.0.1:[PORT]"."""
+    if "@" in contact and not _SCHEME.match(contact):
+        return contact.rsplit("@", 1)[1].lower().strip(".")
+    if not re.search(r"[A-Za-z]", contact):
+        return ""
+    match = _HOST.match(_SCHEME.sub("", contact.strip()))
+    host = match.group(1).strip("[]") if match else ""
+    return host.lower().strip(".")
+
+
+def contact_key(contact: str) -> str:
+    """What makes two spellings of a contact the same: an address lower-cased, a link without its scheme and
+    "www.", a phone number's digits."""
+    if "@" in contact:
+        return contact.lower()
+    if re.search(r"[A-Za-z]", contact):
+        return re.sub(r"^(?:https?://)?(?:www\.)?", "", contact.lower()).rstrip("/")
+    return re.sub(r"\D", "", contact)
+
+
+def registrable_domain(host: str) -> str:
+    """example.com for www.hr.example.com (example.co.uk for a.example.co.uk): what "the same site" means here; an
+    IP address is its own."""
+    host = host.lower().strip(".").removeprefix("www.")
+    if _IP.match(host) or ":" in host:
+        return host
+    labels = host.split(".")
+    keep = 3 if _TWO_LEVEL_SUFFIX.search(host) else 2  # fact: labels of a registrable domain
+    return ".".join(labels[-keep:])
+
+
+def document_domain_of(passage: Mapping[str, Any]) -> str | None:
+    """A passage's own domain: its metadata's `domain` or `site`, else its url's host (None for a file path)."""
+    metadata = passage.get("metadata") or {}
+    for key in ("domain", "site"):
+        if isinstance(metadata, Mapping) and metadata.get(key):
+            return registrable_domain(str(metadata[key]))
+    url = str(passage.get("url") or "")
+    if re.match(r"^https?://", url, re.IGNORECASE):
+        return registrable_domain(host_of(url)) or None
+    return None
+
+
+def outside_contacts(text: str, document_domain: str | None = None) -> list[str]:
+    """The links, addresses and numbers of `text` that lead outside the document's own domain: another site
+    (public-sector sites excepted), or, when the domain is unknown, a risky one (shorteners, free mail, IP hosts,
+    cheap TLDs); a markdown link whose target is another site than the one its text shows; premium-rate numbers."""
+    own = registrable_domain(document_domain) if document_domain else None
+    found: list[str] = []
+    for contact in contacts(text):
+        host = host_of(contact)
+        if not host:
+            if PREMIUM_PHONE.search(contact.strip()):
+                found.append(contact)
+            continue
+        if PUBLIC_SECTOR_HOST.search(host):
+            continue
+        if (own and registrable_domain(host) != own) or RISKY_HOST.search(host):
+            found.append(contact)
+    for label, target in MARKDOWN_LINK.findall(text):
+        shown, real = host_of(label.strip()) if _URL.search(label) else "", host_of(target)
+        if real and shown and registrable_domain(shown) != registrable_domain(real) and target not in found:
+            found.append(target)
+    return found
+
+
+def is_site(host: str) -> bool:
+    """A named site (not an IP address, localhost or a bare word): what a collection can learn to trust."""
+    return "." in host and not _IP.match(host) and ":" not in host and not host.endswith(".localhost")
+
+
+def contact_keys(texts: list[str]) -> set[str]:
+    """The `contact_key` of every contact in the texts."""
+    return {contact_key(c) for text in texts for c in contacts(text)}
+
+
+def without_contacts(text: str) -> str:
+    """`text` with its e-mail addresses and links blanked ("password" in a link's path is no word of the text)."""
+    return _URL.sub(" ", _EMAIL.sub(" ", text))

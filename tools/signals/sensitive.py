@@ -1,0 +1,151 @@
+"""Sensitive requests are never relayed as plain answers (issue 39): a reply telling the user to send or enter a
+secret, hand over personal data, pay to an account or contact an address, link or number is checked.
+
+A poisoned page looks like the organisation's own policy, so flagging orders to the assistant does not catch it:
+"send a photo of your badge and the six-digit code from your authenticator app to ..." is phrased for the reader.
+What the check asks of each reply sentence that makes such a request (tools/signals/requests.py) or gives a
+contact:
+
+- a **secret** (password, one-time or authenticator code, PIN, security code) is never to be sent to anyone: a
+  request to send one always carries the warning; typing one in (into a site) only when its page or a contact in
+  the sentence is off the collection's trusted domains;
+- **personal data** (a badge or ID photo, an ID, insurance or account number, a date of birth, bank details): the
+  page it comes from and every contact in the sentence must be on a trusted domain;
+- a **payment** to an account, in cash, by gift cards or crypto cannot be checked from a document: always warned;
+- a **contact** (address, link) must lead to a trusted domain (public-sector sites count as trusted); a phone
+  number must come from a page on a trusted domain and not be premium-rate.
+
+The trusted domains are the collection's (tools/stores/trusted_domains.py: learned at ingest from where most of
+its documents come from, edited with `reground collections`). A collection that learned nothing (ingested before
+this check) is read with the risky-host list of the injection flags only. What fails stays in the reply with a
+plain warning before it (`caution_notice`), and the turn's result lists the cautions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from reground.prompts.injection import CAUTION
+from reground.tools.signals.contacts import (
+    PREMIUM_PHONE,
+    PUBLIC_SECTOR_HOST,
+    RISKY_HOST,
+    contacts,
+    document_domain_of,
+    host_of,
+    registrable_domain,
+)
+from reground.tools.signals.injection import split_sentences
+from reground.tools.signals.requests import sensitive_requests
+from reground.tools.text.lexical import lexical_tokens
+from reground.tools.tuning.signals import INJECTION
+
+
+@dataclass(frozen=True)
+class Caution:
+    """One reason a reply needs the warning: `kind` (secret, personal_data, payment, contact), what is asked or
+    given, and why, in a plain sentence part."""
+
+    kind: str
+    what: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Trust:
+    """What the check trusts: the collection's domains; `known` is False when the collection learned nothing, so
+    only risky hosts (shorteners, free mail, IP addresses, cheap TLDs) count against a contact."""
+
+    domains: frozenset[str] = frozenset()
+    known: bool = False
+
+    def host_trusted(self, host: str) -> bool:
+        if PUBLIC_SECTOR_HOST.search(host):
+            return True
+        if not self.known:
+            return not RISKY_HOST.search(host)
+        return registrable_domain(host) in self.domains
+
+    def domain_trusted(self, domain: str | None) -> bool:
+        """A page's own domain (None: a file without one, judged by its contacts alone)."""
+        return domain is None or not self.known or self.host_trusted(domain)
+
+    def named(self) -> str:
+        return ", ".join(sorted(self.domains)) or "none"
+
+
+def _source(sentence: str, passages: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The passage the sentence comes from: the one holding most of its content words."""
+    words = _tokens(sentence)
+    if not words or not passages:
+        return None
+    return max(passages, key=lambda p: len(words & _tokens(str(p.get("text", "")))))
+
+
+@lru_cache(maxsize=INJECTION.screened_texts_kept)
+def _tokens(text: str) -> frozenset[str]:
+    return frozenset(lexical_tokens(text))
+
+
+def _off_domain(sentence: str, source_trusted: bool, trust: Trust) -> list[str]:
+    """The sentence's contacts that lead off the trusted domains (a phone number: from an untrusted page, or
+    premium-rate)."""
+    found = []
+    for contact in contacts(sentence):
+        host = host_of(contact)
+        if (host and not trust.host_trusted(host)) or (
+            not host and (PREMIUM_PHONE.search(contact.strip()) or not source_trusted)
+        ):
+            found.append(contact)
+    return found
+
+
+def sentence_cautions(sentence: str, passages: Sequence[Mapping[str, Any]], trust: Trust) -> list[Caution]:
+    """Why one reply sentence needs the warning (empty: it does not)."""
+    requests = sensitive_requests(sentence)
+    if not requests and not contacts(sentence):
+        return []
+    source = _source(sentence, passages)
+    domain = document_domain_of(source) if source is not None else None
+    page_trusted = trust.domain_trusted(domain)
+    off = _off_domain(sentence, page_trusted, trust)
+    where = f"its page is on {domain}, not one of this collection's trusted domains ({trust.named()})"
+    out: list[Caution] = []
+    for request in requests:
+        if request.kind == "secret" and not request.typed:
+            reason = f"it asks you to send a secret ({request.what}), which is never to be sent to anyone"
+            out.append(Caution("secret", request.what, reason))
+        elif request.kind == "payment":
+            reason = f"it asks for a payment ({request.what}) that no document can vouch for"
+            out.append(Caution("payment", request.what, reason))
+        elif not page_trusted or off:
+            why = where if not page_trusted else f"{', '.join(off)} is not on one of this collection's trusted domains"
+            what = "personal data" if request.kind == "personal_data" else "a secret"
+            out.append(Caution(request.kind, request.what, f"it asks for {what} ({request.what}): {why}"))
+    if off and not out:
+        out.append(
+            Caution(
+                "contact",
+                off[0],
+                f"{', '.join(off)} is not on one of this collection's trusted domains ({trust.named()})"
+                if page_trusted
+                else f"it gives {', '.join(off)} and {where}",
+            )
+        )
+    return out
+
+
+def reply_cautions(reply: str, passages: Sequence[Mapping[str, Any]], trust: Trust) -> list[Caution]:
+    """Every caution of a reply, sentence by sentence, each reason once."""
+    out: list[Caution] = []
+    for sentence in split_sentences(reply):
+        out += [c for c in sentence_cautions(sentence, passages, trust) if c.reason not in {o.reason for o in out}]
+    return out
+
+
+def caution_notice(cautions: Sequence[Caution]) -> str:
+    """The plain warning line shown before a reply that needs it."""
+    return CAUTION.format(reasons="; ".join(c.reason for c in cautions))
