@@ -14,7 +14,7 @@ from reground.tools.retrieval.search import fuse_rerank, sentence_rerank
 from reground.tools.retrieval.variants import prefer_named_variant
 from reground.tools.signals.evidence import best_sentence_cosines
 from reground.tools.signals.reading import read_turn
-from reground.tools.text.sentences import has_structure
+from reground.tools.text.sentences import has_code_block
 from reground.tools.tuning.models import CHAT
 from reground.tools.types import Passage
 
@@ -109,11 +109,11 @@ def _rerank(state: State, env: NodeEnv) -> dict[str, Any]:
 def by_units(state: State, env: NodeEnv, candidates: list[Passage]) -> list[Passage] | None:
     """Documentation with code: the candidates whose best answer unit the unit ranker scores highest (signals/units.py;
     the passages then hold the units the reply is made of). Used in place of the in-process rerankers ("sentence",
-    "judge"); None when it does not rank this turn's units (`auto` and no code block or table among them, `off`, or a
+    "judge"); None when it does not rank this turn's units (`auto` and no code block among them, `off`, or a
     collection embedded by another model)."""
     context = env.context
     mode = context.evidence.unit_ranking
-    if mode == "off" or (mode == "auto" and not any(has_structure(c["text"]) for c in candidates)):
+    if mode == "off" or (mode == "auto" and not any(has_code_block(c["text"]) for c in candidates)):
         return None
     ranker = env.services.unit_ranker(context)
     if ranker is None:

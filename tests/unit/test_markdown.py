@@ -163,3 +163,13 @@ def test_rendered_html_keeps_code_admonitions_and_tabs() -> None:
     assert "Note: Needs `curl`." in joined
     by_variant = {c["metadata"].get("variant"): c["text"] for c in chunks}
     assert by_variant["Linux"] == "Use the shell script." and by_variant["Windows"] == "Use PowerShell."
+
+
+def test_a_table_right_under_a_sentence_is_a_table_and_the_next_line_a_paragraph() -> None:
+    blocks = parse_markdown(
+        "Everything about the ticket.\n| What | Details |\n|---|---|\n| Fee | £18 per term |\n"
+        "You can arrange it at the Student Hub.\nA pipe | in prose | is no table."
+    )
+    assert [b.kind for b in blocks] == ["paragraph", "table", "paragraph"]
+    assert blocks[1].text.splitlines()[2] == "| Fee | £18 per term |"
+    assert blocks[2].text.startswith("You can arrange it at the Student Hub.")

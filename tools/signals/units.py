@@ -7,7 +7,7 @@ sentence. This linear model ranks units by what carries over between documentati
 overlap with the question, how well its section's heading path matches the question, whether it holds code, whether
 the question asks for a procedure and it holds code, and how many of the question's words its code holds.
 
-It ranks a turn's units when the candidates hold a code block or a table (`evidence.unit_ranking="auto"`): it was
+It ranks a turn's units when the candidates hold a fenced code block (`evidence.unit_ranking="auto"`): it was
 trained and measured on documentation with code (evals/unit_ranker.py, leave-one-corpus-out), not on prose-only
 collections, whose ranking it leaves alone. Weights ship with the package (reground/data/units/unit_ranker.json,
 sha256-pinned) and are trained by `python -m reground.evals.unit_ranker train`, never at run time.
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from reground.tools.signals.evidence import Evidence, word_overlap
 from reground.tools.text.lexical import lexical_tokens
-from reground.tools.text.sentences import has_structure, split_unit
+from reground.tools.text.sentences import has_code_block, split_unit
 from reground.tools.types import Passage
 
 UNIT_RANKER_FILE = "unit_ranker.json"
@@ -45,11 +45,6 @@ PROCEDURE = re.compile(
 )
 
 
-def holds_code(text: str) -> bool:
-    """Whether a unit holds a fenced code block (a table is structure too, but not code)."""
-    return "```" in text or "~~~" in text
-
-
 def unit_feature_rows(question: str, evidence: Sequence[Evidence], passages: Sequence[Passage]) -> np.ndarray:
     """One row of FEATURE_NAMES per evidence unit (`passages`: the ones the units' `passage` numbers point at)."""
     if not evidence:
@@ -60,15 +55,15 @@ def unit_feature_rows(question: str, evidence: Sequence[Evidence], passages: Seq
     rows = []
     for unit in evidence:
         _, structured = split_unit(unit.text)
-        code = 1.0 if holds_code(structured) else 0.0
+        code = 1.0 if has_code_block(structured) else 0.0
         in_code = len(words & set(lexical_tokens(structured))) / max(len(words), 1) if code else 0.0
         rows.append([unit.dense, unit.lexical, sections[unit.passage - 1], code, code * asks_procedure, in_code])
     return np.asarray(rows, dtype=np.float32)
 
 
 def structured_turn(evidence: Sequence[Evidence]) -> bool:
-    """Whether a turn's units come from documentation with structure (a code block or a table among them)."""
-    return any(has_structure(e.text) for e in evidence)
+    """Whether a turn's units come from documentation with code (a fenced block among them)."""
+    return any(has_code_block(e.text) for e in evidence)
 
 
 @dataclass(frozen=True)

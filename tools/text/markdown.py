@@ -271,7 +271,9 @@ class _Parser:
                 flush()
                 i = self._list(lines, i, variant)
                 continue
-            if _TABLE_ROW.match(line) and not paragraph:
+            header = i + 1 < len(lines) and bool(_TABLE_RULE.match(lines[i + 1]))
+            if _TABLE_ROW.match(line) and (not paragraph or header):  # a header row and its rule interrupt a paragraph
+                flush()
                 end = i
                 while end < len(lines) and _TABLE_ROW.match(lines[end]):
                     end += 1

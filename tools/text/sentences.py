@@ -51,7 +51,7 @@ def normalised(text: str) -> str:
 # A structured block of a page (text/markdown.py): a fenced code block, or a table's rows. It is never cut into
 # sentences; it belongs to the sentence that introduces it (the last one before it in the same passage), or stands
 # alone when nothing does. Either way it is one *answer unit*.
-_FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})")
+_FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})", re.M)
 _STRUCTURED = re.compile(
     r"(?:^|(?<=\n))(?P<fence>`{3,}|~{3,})[^\n]*\n.*?\n(?P=fence)[ \t]*(?=\n|$)"  # a fenced code block
     r"|(?:^|(?<=\n))(?:\|[^\n]*\|[ \t]*(?:\n|$))+",  # a table's rows
@@ -104,6 +104,12 @@ def sentence_spans(text: str) -> list[tuple[int, int, str]]:
 def has_structure(unit: str) -> bool:
     """Whether an answer unit holds a code block or a table (what answers "how do I ...")."""
     return bool(_STRUCTURED.search(unit))
+
+
+def has_code_block(text: str) -> bool:
+    """Whether a unit or passage holds a fenced code block: documentation with code, where the unit ranker and the
+    documentation triage were trained (a table alone is structure, but HR pages have tables too)."""
+    return bool(_FENCE_LINE.search(text))
 
 
 def split_unit(unit: str) -> tuple[str, str]:
