@@ -7,6 +7,7 @@ import hashlib
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -113,3 +114,36 @@ def test_the_reader_s_weight_is_a_context_setting_that_reaches_the_reading() -> 
 
     assert Context().evidence_weights().reader == 1.0
     assert Context(evidence={"reader_weight": 0.0}).evidence_weights().reader == 0.0
+
+
+def _fresh_reader(sessions: int) -> Any:
+    from reground.tools.adapters.cross_encoder import CrossEncoderReader
+    from reground.tools.adapters.embeddings import MINILM_TOKENIZER, packaged_file
+
+    path = Path(str(resources.files("reground") / "data" / "judge" / READER_FILE))
+    return CrossEncoderReader(path, packaged_file(*MINILM_TOKENIZER), sessions=sessions)
+
+
+def test_sessions_reading_in_parallel_give_the_logits_of_one_session() -> None:
+    """Each pair is its own ONNX call on whichever session: the same calls, so the same numbers, bit for bit."""
+    sentences = [*GOWN_HIRE, "The library opens at 8 am.", "Gowns are returned after the ceremony.", "Yes."]
+    question = "What does the gown hire cost? || gown hire cost"
+    one, two = _fresh_reader(1), _fresh_reader(2)
+    assert np.array_equal(one.logits(question, sentences), two.logits(question, sentences))
+
+
+def test_a_sentence_a_turn_holds_twice_is_read_once() -> None:
+    reader = _fresh_reader(1)
+    read: list[int] = []
+    run = reader._run
+
+    def counted(session: int, pairs: Any, rows: Sequence[int]) -> np.ndarray:
+        read.extend(rows)
+        return np.asarray(run(session, pairs, rows))
+
+    reader._run = counted
+    logits = reader.logits("What does the gown hire cost?", [GOWN_HIRE[1], GOWN_HIRE[0], GOWN_HIRE[1]])
+    assert len(read) == 2, "the repeated sentence is one pair"
+    assert logits[0] == logits[2] and logits.shape == (3,)
+    reader.logits("What does the gown hire cost?", GOWN_HIRE[:2])
+    assert len(read) == 2, "pairs read once are cached"
