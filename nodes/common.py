@@ -24,6 +24,7 @@ from reground.tools.types import Passage
 
 __all__ = [
     "NodeEnv",
+    "answerable_of",
     "current_draft",
     "evidence_for",
     "evidence_of",
@@ -108,6 +109,25 @@ def evidence_for(state: State, passages: Sequence[Passage], env: NodeEnv) -> Tur
         reader=env.services.reader() if judge is not None and context.evidence.reader_weight > 0 else None,
         unit_ranker=env.services.unit_ranker(context) if context.evidence.unit_ranking != "off" else None,
     )
+
+
+def answerable_of(state: State, passages: Sequence[Passage], env: NodeEnv) -> float | None:
+    """Only the judge's probability that `passages` answer the turn's question (None without the judge): what
+    `evidence_for` says of them, without reading each sentence with the reader or ranking units, since neither
+    changes it (the answerability head reads the turn's sentence features and coverage, not the ranking)."""
+    context = env.context
+    judge = env.services.judge(context) if context.use_trained_judge else None
+    if judge is None:
+        return None
+    return read_turn(
+        question_of(state),
+        state["question"],
+        state.get("history", []),
+        passages,
+        env.services.retriever(context).embed,
+        context.evidence_weights(),
+        judge=judge,
+    ).answerable
 
 
 def evidence_of(state: State) -> list[Evidence]:
