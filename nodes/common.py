@@ -24,6 +24,7 @@ from reground.tools.types import Passage
 
 __all__ = [
     "NodeEnv",
+    "answerable_of",
     "current_draft",
     "evidence_for",
     "evidence_of",
@@ -89,14 +90,19 @@ def question_of(state: State) -> str:
     return state.get("standalone_question") or state["question"]
 
 
-def evidence_for(state: State, passages: Sequence[Passage], env: NodeEnv) -> TurnReading:
+def evidence_for(
+    state: State, passages: Sequence[Passage], env: NodeEnv, *, answerability_only: bool = False
+) -> TurnReading:
     """The passages' sentences ranked against the turn's question (computed once per retrieval, by triage): by the
-    trained judge when the context uses it, which also says whether the passages answer the question at all."""
+    trained judge when the context uses it, which also says whether the passages answer the question at all.
+    `answerability_only`: a caller that needs only that verdict; the reader and the unit ranker are not asked (the
+    answerability head reads the sentence features and coverage, never their logits or the ranking)."""
     context = env.context
     judge = env.services.judge(context) if context.use_trained_judge else None
     unjudged = "the judge reads MiniLM vectors and this collection has others: hand-made ranking only"
     if context.use_trained_judge and judge is None and unjudged not in env.stats.notes:
         env.stats.notes.append(unjudged)  # once a step (triage reads the readings' passages too)
+    ranks = not answerability_only
     return read_turn(
         question_of(state),
         state["question"],
@@ -105,9 +111,15 @@ def evidence_for(state: State, passages: Sequence[Passage], env: NodeEnv) -> Tur
         env.services.retriever(context).embed,
         context.evidence_weights(),
         judge=judge,
-        reader=env.services.reader() if judge is not None and context.evidence.reader_weight > 0 else None,
-        unit_ranker=env.services.unit_ranker(context) if context.evidence.unit_ranking != "off" else None,
+        reader=env.services.reader() if ranks and judge is not None and context.evidence.reader_weight > 0 else None,
+        unit_ranker=env.services.unit_ranker(context) if ranks and context.evidence.unit_ranking != "off" else None,
     )
+
+
+def answerable_of(state: State, passages: Sequence[Passage], env: NodeEnv) -> float | None:
+    """Only the judge's probability that `passages` answer the turn's question (None without the judge), at the
+    cost of no reader pass: the value the full reading gives."""
+    return evidence_for(state, passages, env, answerability_only=True).answerable
 
 
 def evidence_of(state: State) -> list[Evidence]:

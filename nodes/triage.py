@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from reground.nodes.common import NodeEnv, evidence_for, question_of
+from reground.nodes.common import NodeEnv, answerable_of, evidence_for, question_of
 from reground.nodes.state import ClarifyOption, EvidenceItem, State
 from reground.tools.retrieval.variants import competing_variants, variant_of
 from reground.tools.signals.answerability import (
@@ -230,7 +230,7 @@ def answering_readings(state: State, found: list[Reading], env: NodeEnv) -> list
     kept = []
     for reading in found:
         own = [c for c in candidates if c["doc_id"] == reading.doc_id]
-        answerable = evidence_for(state, own, env).answerable if own else 0.0
+        answerable = answerable_of(state, own, env) if own else 0.0
         if answerable is None or answerable >= env.context.triage.judge_hedge_threshold:
             kept.append(reading)
     if len(kept) < len(found):

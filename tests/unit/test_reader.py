@@ -7,6 +7,7 @@ import hashlib
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -113,3 +114,75 @@ def test_the_reader_s_weight_is_a_context_setting_that_reaches_the_reading() -> 
 
     assert Context().evidence_weights().reader == 1.0
     assert Context(evidence={"reader_weight": 0.0}).evidence_weights().reader == 0.0
+
+
+def _fresh_reader(sessions: int) -> Any:
+    from reground.tools.adapters.cross_encoder import CrossEncoderReader
+    from reground.tools.adapters.embeddings import MINILM_TOKENIZER, packaged_file
+
+    path = Path(str(resources.files("reground") / "data" / "judge" / READER_FILE))
+    return CrossEncoderReader(path, packaged_file(*MINILM_TOKENIZER), sessions=sessions)
+
+
+def test_sessions_reading_in_parallel_give_the_logits_of_one_session() -> None:
+    """Each pair is its own ONNX call on whichever session: the same calls, so the same numbers, bit for bit."""
+    sentences = [*GOWN_HIRE, "The library opens at 8 am.", "Gowns are returned after the ceremony.", "Yes."]
+    question = "What does the gown hire cost? || gown hire cost"
+    one, two = _fresh_reader(1), _fresh_reader(2)
+    assert np.array_equal(one.logits(question, sentences), two.logits(question, sentences))
+
+
+def test_a_sentence_a_turn_holds_twice_is_read_once() -> None:
+    reader = _fresh_reader(1)
+    read: list[int] = []
+    run = reader._run
+
+    def counted(session: int, pairs: Any, rows: Sequence[int]) -> np.ndarray:
+        read.extend(rows)
+        return np.asarray(run(session, pairs, rows))
+
+    reader._run = counted
+    logits = reader.logits("What does the gown hire cost?", [GOWN_HIRE[1], GOWN_HIRE[0], GOWN_HIRE[1]])
+    assert len(read) == 2, "the repeated sentence is one pair"
+    assert logits[0] == logits[2] and logits.shape == (3,)
+    reader.logits("What does the gown hire cost?", GOWN_HIRE[:2])
+    assert len(read) == 2, "pairs read once are cached"
+
+
+def test_units_the_unit_ranker_orders_are_read_only_where_the_reader_can_change_the_reply() -> None:
+    """With the unit ranker ordering a turn's units, the reader's logit moves neither the order nor, for a unit whose
+    own score is not below 0, whether the reply may take it: only the unit scoring below 0 is read, and the ranking
+    is the one a full reading gives."""
+    from reground.tools.signals.judge import shipped_judge
+    from reground.tools.signals.units import rank_units, shipped_unit_ranker
+
+    text = (
+        "To declare a query parameter, add it to the function:\n\n```python\n@app.get('/items/')\n"
+        "async def read(q: str):\n    return q\n```\n\nUnrelated trivia about the mascot of the project goes here.\n\n"
+        "The parameter is optional when it has a default value."
+    )
+    passages = [{"doc_id": "d", "chunk_id": "d#0", "title": "Query parameters", "section": "", "text": text}]
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        rows = np.zeros((len(texts), 384), dtype=np.float32)
+        for row, t in enumerate(texts):  # the mascot sentence points away from the question: its score is below 0
+            rows[row, 0], rows[row, 1] = (-1.0 if "mascot" in t else 1.0), (0.3 if "optional" in t else 0.0)
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+    read: list[str] = []
+
+    def reader(query: str, sentences: Sequence[str]) -> np.ndarray:
+        read.extend(sentences)
+        return np.asarray([3.0 if "mascot" in s else -1.0 for s in sentences], dtype=np.float32)
+
+    question, weights = "How do I declare a query parameter?", EvidenceWeights()
+    judge, ranker = shipped_judge(), shipped_unit_ranker()
+    ranked = read_turn(question, question, [], passages, embed, weights, judge=judge, reader=reader, unit_ranker=ranker)
+    assert [r[:20] for r in read] == ["Unrelated trivia abo"], "only the unit scoring below 0"
+    assert [e.score < 0 for e in ranked.evidence] == [False, False, True]
+    read.clear()
+    full = read_turn(question, question, [], passages, embed, weights, judge=judge, reader=reader)
+    assert len(read) == 3, "without the unit ranker every unit is read"
+    expected = rank_units(ranker, question, full.evidence, passages)
+    assert [(e.text, e.unit_score) for e in ranked.evidence] == [(e.text, e.unit_score) for e in expected]
+    assert ranked.evidence[-1].judge == expected[-1].judge and ranked.answerable == full.answerable

@@ -158,6 +158,13 @@ def judge_reads(monkeypatch: pytest.MonkeyPatch, answerable: Callable[[set[str]]
         return reading if value is None else replace(reading, answerable=value)
 
     monkeypatch.setattr(triage_node, "evidence_for", judged)
+    read_answerable = triage_node.answerable_of  # the readings' own passages: only how answerable they are
+
+    def judged_answerable(state: Any, passages: Any, env: Any) -> float | None:
+        value = answerable({p["doc_id"] for p in passages})
+        return read_answerable(state, passages, env) if value is None else value
+
+    monkeypatch.setattr(triage_node, "answerable_of", judged_answerable)
 
 
 def test_a_reading_the_judge_finds_no_answer_in_is_not_offered(
@@ -558,3 +565,34 @@ def test_a_hedge_says_the_documents_come_only_close(demo_store: tuple[Any, str])
     assert result["kind"] == "hedge" and result["passed"]
     assert result["answer"].startswith("The documents do not say this exactly. The closest they come is: ")
     assert "30 working days" in result["answer"] and result["citations"]
+
+
+def test_a_reading_s_answerability_is_read_without_the_reader(hr_store: Any, context: Context) -> None:
+    """Whether a reading's own passages answer is the answerability head's verdict on the turn's sentence features,
+    which the reader's logits never enter: it costs no reader pass, and is the full reading's value exactly."""
+    from langgraph.runtime import Runtime
+    from reground.nodes.common import NodeEnv, answerable_of, evidence_for
+    from reground.tools.retrieval.search import conversation_query
+    from reground.tools.services import Services
+
+    services = Services(chat_model=ScriptedChatModel(), store=hr_store)
+    env = NodeEnv(services=services, runtime=Runtime(context=context))
+    question = "How many days of annual leave do full-time employees in Germany get?"
+    state: Any = {"question": question, "history": []}
+    passages = services.retriever(context).search(conversation_query(question, []), where=None)
+    full = evidence_for(state, passages, env).answerable
+    read: list[str] = []
+    reader = services.reader()
+
+    def counted() -> Callable[[str, Any], Any]:
+        def logits(query: str, sentences: Any) -> Any:
+            read.extend(sentences)
+            return reader(query, sentences)
+
+        return logits
+
+    services.reader = counted  # type: ignore[method-assign]
+    assert evidence_for(state, passages, env).answerable == full and read, "the full reading asks the reader"
+    read.clear()
+    assert full is not None and answerable_of(state, passages, env) == full
+    assert read == [], "not the readings' answerability"

@@ -101,11 +101,17 @@ def read_turn(
     )
     if judge is None:
         return TurnReading(evidence, None, inputs, covered, missing, dialogue_query)
-    read = (
-        weights.reader * reader(reader_query(question, dialogue_query), [e.text for e in evidence])
-        if reader is not None and weights.reader > 0
-        else None
-    )
+    read = None
+    if reader is not None and weights.reader > 0:
+        read = np.zeros(len(evidence), dtype=np.float32)
+        # Units the unit ranker orders: the reader changes neither their order (the ranker's scores) nor whether a
+        # reply may take one (`extractive_answer` keeps the next unit while its strength is not below 0, and a unit
+        # whose own score is not below 0 never is), so only the units scoring below 0 are read; the others keep
+        # the judge's probability alone.
+        wanted = [i for i, e in enumerate(evidence) if not ranks_units or e.score < 0]
+        if wanted:
+            logits = reader(reader_query(question, dialogue_query), [evidence[i].text for i in wanted])
+            read[wanted] = weights.reader * np.asarray(logits, dtype=np.float32)
     probabilities, answerable = sentence_probabilities(judge, inputs, covered, read)
     judged = [
         replace(e, judge=round(p, 6), judge_weight=weights.judge) for e, p in zip(evidence, probabilities, strict=True)

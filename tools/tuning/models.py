@@ -112,6 +112,10 @@ class Reader:
     # cores), and int8 dynamic quantisation scales activations per call, so a batch would make a sentence's score
     # depend on its neighbours.
     batch_pairs: int = 1
+    # Sessions that read a turn's pairs in parallel (at most one per core), each on one thread: the same one-pair
+    # calls, so the same logits (tests/unit/test_reader.py). 170 doc2dial sentences on 2 cores other jobs kept
+    # busy (load 6): 18.5 ms a pair with one session, 14.3 with two; a free second core halves it.
+    sessions: int = 2
     # (question, sentence) logits kept in memory: a turn reads the same pairs in triage, the readings and rerank.
     cached_pairs: int = 4096
 
