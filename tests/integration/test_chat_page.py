@@ -445,7 +445,8 @@ def test_a_document_with_script_and_an_exfiltration_image_renders_inert(tab: Pag
     page = tab.page
     page.select_option("#collection", "page-safety")
     reply = ask(tab, WIFI_QUESTION)
-    assert "<script>window.__pwned = 'script'</script>" in reply.locator(".reply-body").inner_text()
+    # the script and the image are blobs set apart at ingest: the reply is the sentence they were glued into
+    assert reply.locator(".reply-body").inner_text().startswith("The guest wifi network is called Northwind-Guest")
     reply.locator(".source-open").first.click()
     page.locator("#passage mark").wait_for()
     passage = page.locator("#passage-text").inner_text()
@@ -552,9 +553,12 @@ def test_errors_are_one_line_a_person_understands(tab: Page, ui: UI) -> None:
 
     record = json.loads((ui.state_dir / "llm-server.json").read_text(encoding="utf-8"))
     stop_pid(int(record["pid"]))
-    page.fill("#question", DEMO_TURNS[1])
-    page.click("#send")
-    page.locator(".reply.failed").nth(1).wait_for(timeout=REPLY_TIMEOUT_MS)
-    line = page.locator("#error").inner_text()
-    assert "\n" not in line and "Traceback" not in line
-    assert line.startswith("No local LLM server is running") and "reground llm serve" in line, line
+    # the extract default answers without the model (a follow-up it would rewrite is searched with the conversation)
+    reply = ask(tab, DEMO_TURNS[0])
+    assert "30 working days" in reply.locator(".reply-body").inner_text()
+    assert page.locator(".reply.failed").count() == 1
+    # a question longer than the turn's budget is cut, and the reply says so in one line
+    reply = ask(tab, "How many days of annual leave do I get per year? " + "Please tell me. " * 600)
+    notes = reply.locator(".notice").all_inner_texts()
+    assert any(n.startswith("Note: your question was cut from") for n in notes), notes
+    assert all("\n" not in n and "Traceback" not in n for n in notes), notes

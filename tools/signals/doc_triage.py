@@ -34,7 +34,7 @@ from reground.tools.text.lexical import lexical_tokens
 from reground.tools.tuning.turn import TRIAGE
 
 DOC_TRIAGE_FILE = "doc_triage.json"
-DOC_TRIAGE_SHA256 = "7556e9bc71dae5fdb844d652ea237ffba5fc2d2a895c11d32ac9565e0c8275d7"
+DOC_TRIAGE_SHA256 = "c09754350c9c02199bc7345730fce3f38f3271632a92c86db253b65151a5f51d"
 
 FEATURE_NAMES = (
     "best_unit",
