@@ -125,7 +125,7 @@ class Evidence:
     # dialogues (evals/README.md, Judge).
     reader_weight: float = 1.0
     # Which ranks answer units: the unit ranker (signals/units.py) "on", "off", or "auto" (when the candidates hold
-    # a code block or a table: the documentation it was trained on).
+    # a fenced code block: the documentation it was trained on).
     unit_ranking: str = "auto"
     # Units an extracted reply takes when the unit ranker ranked them (the best two, from any passage).
     unit_reply_units: int = 2
