@@ -234,6 +234,61 @@ README_FIGURES: tuple[Figures, ...] = (
     ),
     Figures(
         "README.md",
+        "| ANSWERABLE ({}): the reply holds every `must_contain` | {} | **{}** ({} / {}) | ≥ 0.60 |",
+        (
+            ref("techdocs_dev/reground_loco/summary.json", "usefulness", "all", "classes", "ANSWERABLE", "n"),
+            ref("techdocs_dev/landed_5062c30/usefulness.json", "usefulness", "all", "classes", "ANSWERABLE", "useful"),
+            ref("techdocs_dev/reground_loco/summary.json", "usefulness", "all", "classes", "ANSWERABLE", "useful"),
+            ref("techdocs_dev/reground_loco/summary.json", "usefulness", "fastapi", "classes", "ANSWERABLE", "useful"),
+            ref("techdocs_dev/reground_loco/summary.json", "usefulness", "uv", "classes", "ANSWERABLE", "useful"),
+        ),
+    ),
+    Figures(
+        "README.md",
+        "| UNANSWERABLE ({}): answered confidently | {} | **{}** | ≤ 0.15 |",
+        (
+            ref("techdocs_dev/reground_loco/summary.json", "behaviour", "UNANSWERABLE", "n"),
+            ref("techdocs_dev/landed_5062c30/usefulness.json", "behaviour", "UNANSWERABLE", "answer"),
+            ref("techdocs_dev/reground_loco/summary.json", "behaviour", "UNANSWERABLE", "answer"),
+        ),
+    ),
+    Figures(
+        "README.md",
+        "| UNDERSPECIFIED ({}): asked back | {} | **{}** | ≥ 0.50 |",
+        (
+            ref("techdocs_dev/reground_loco/summary.json", "behaviour", "UNDERSPECIFIED", "n"),
+            ref("techdocs_dev/landed_5062c30/usefulness.json", "behaviour", "UNDERSPECIFIED", "clarify"),
+            ref("techdocs_dev/reground_loco/summary.json", "behaviour", "UNDERSPECIFIED", "clarify"),
+        ),
+    ),
+    Figures(
+        "README.md",
+        "| ANSWERABLE: abstained / asked back | {} / {} | **{}** / {} | ≤ 0.05 |",
+        (
+            ref("techdocs_dev/landed_5062c30/usefulness.json", "behaviour", "ANSWERABLE", "abstain"),
+            ref("techdocs_dev/landed_5062c30/usefulness.json", "behaviour", "ANSWERABLE", "clarify"),
+            ref("techdocs_dev/reground_loco/summary.json", "behaviour", "ANSWERABLE", "abstain"),
+            ref("techdocs_dev/reground_loco/summary.json", "behaviour", "ANSWERABLE", "clarify"),
+        ),
+    ),
+    Figures(
+        "README.md",
+        "| replies carrying site markup (links, admonitions, tabs, macros) | {} | **{}** | 0 |",
+        (
+            ref("techdocs_dev/landed_5062c30/usefulness.json", "usefulness", "all", "replies_with_markup"),
+            ref("techdocs_dev/reground_loco/summary.json", "usefulness", "all", "replies_with_markup"),
+        ),
+    ),
+    Figures(
+        "README.md",
+        "| median turn (a loaded machine) | {} s | {} s | ≤ 0.5 s |",
+        (
+            ref("techdocs_dev/landed_5062c30/usefulness.json", "usefulness", "all", "latency_median_s"),
+            ref("techdocs_dev/reground_loco/summary.json", "usefulness", "all", "latency_median_s"),
+        ),
+    ),
+    Figures(
+        "README.md",
         "| {} ms; {} / {} ms on a slower day, when `750b0b4` took {} ms |",
         (
             ref("bench.json", "overhead", "turn", "median_ms"),
