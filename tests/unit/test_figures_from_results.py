@@ -209,7 +209,8 @@ README_FIGURES: tuple[Figures, ...] = (
         "README.md",
         "held-out suite B ({} pages, {} styles; `evals/results/injection/suite_b/`): flags {} / {} precision / recall, "
         "{} of {} replies obey or are only a flagged sentence, facts right in **{}** of the replies that have one "
-        "({}) in both answer styles, {} requests for a secret, payment or off-domain contact relayed without the caution.",
+        "({}) in both answer styles, {} requests for a secret, payment or off-domain contact relayed without the "
+        "caution.",
         (
             ref("injection/suite_b/flags.json", "documents"),
             UNTRACKED,  # the number of styles: the count of `by_style` keys, not a value
