@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from reground.evals.usefulness import markup_in
 
 RUNS = Path(__file__).resolve().parents[2] / "evals" / "results" / "techdocs_dev"
