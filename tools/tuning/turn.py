@@ -11,7 +11,7 @@ from typing import Final
 
 
 @dataclass(frozen=True)
-class Budgets:
+class BudgetTuning:
     """How much of the dialogue, the question and the store a turn reads and keeps."""
 
     # Dialogue tokens added to the retrieval query (ConvRAG's DH_tokens; doc2dial dev: retrieval table, README).
@@ -87,7 +87,7 @@ class Triage:
 
 
 @dataclass(frozen=True)
-class AnswerLength:
+class ExtractLength:
     """An extracted reply: at most `sentences`, each scoring at least `ratio` of the best, from the best sentence's
     passage only when `same_passage`."""
 
@@ -97,7 +97,7 @@ class AnswerLength:
 
 
 @dataclass(frozen=True)
-class Evidence:
+class EvidenceTuning:
     """How passage sentences rank as evidence and how an extracted reply is made of them (signals/evidence.py)."""
 
     # Weight of the question's MiniLM cosine beside its word overlap.
@@ -138,12 +138,12 @@ class Evidence:
     # words), from the best passage's sentences scoring at least half the best, at most six; chosen on the doc2dial
     # validation dialogues (sha1 in [0.6, 0.8), replayed offline; six set a priori, the validation set cannot tell
     # four from six). Not the default: evals/README.md, "Reply length", says why.
-    answer_lengths: Mapping[str, AnswerLength] = field(
+    answer_lengths: Mapping[str, ExtractLength] = field(
         default_factory=lambda: MappingProxyType(
             {
-                "conversation": AnswerLength(6, 0.5, True),
-                "sentence": AnswerLength(2, 0.9, True),
-                "paragraph": AnswerLength(3, 0.5, False),
+                "conversation": ExtractLength(6, 0.5, True),
+                "sentence": ExtractLength(2, 0.9, True),
+                "paragraph": ExtractLength(3, 0.5, False),
             }
         )
     )
@@ -222,9 +222,9 @@ class Citations:
     min_quoted_words: int = 4
 
 
-BUDGETS: Final = Budgets()
+BUDGETS: Final = BudgetTuning()
 TRIAGE: Final = Triage()
-EVIDENCE: Final = Evidence()
+EVIDENCE: Final = EvidenceTuning()
 GROUNDEDNESS: Final = Groundedness()
 REFINEMENT: Final = Refinement()
 CITATIONS: Final = Citations()
