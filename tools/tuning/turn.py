@@ -122,7 +122,7 @@ class EvidenceTuning:
     # With the judge: the reader's logit (adapters/cross_encoder.py) joins the judge's at this weight; 0 skips the
     # reader and its cost (evals/results/judge/cost.json). At 1 the held-out answer-sentence MRR rises over the judge
     # alone (evals/results/judge/summary.json, with_reader); weights 0.5-1 measured about equal on the validation
-    # dialogues (evals/README.md, Judge).
+    # dialogues (docs/experiments.md, judge).
     reader_weight: float = 1.0
     # Which ranks answer units: the unit ranker (signals/units.py) "on", "off", or "auto" (when the candidates hold
     # a code block or a table: the documentation it was trained on).
@@ -137,7 +137,7 @@ class EvidenceTuning:
     # 'conversation' runs until the reply is as long as the conversation's assistant replies so far (their median
     # words), from the best passage's sentences scoring at least half the best, at most six; chosen on the doc2dial
     # validation dialogues (sha1 in [0.6, 0.8), replayed offline; six set a priori, the validation set cannot tell
-    # four from six). Not the default: evals/README.md, "Reply length", says why.
+    # four from six). 'conversation' is the default: evals/README.md, "Reply length".
     answer_lengths: Mapping[str, ExtractLength] = field(
         default_factory=lambda: MappingProxyType(
             {
@@ -156,7 +156,7 @@ class EvidenceTuning:
     # An answer whose words are mostly the previous reply's (ROUGE-L precision at least this) repeats it.
     repeat_precision: float = 0.8
     # A fragment ('Plan the migration') of at most this many words is never a whole reply (a small gain in MTRAG-UN
-    # dev ANSWERABLE token F1; evals/README.md, "Passages and replies without an LLM").
+    # dev ANSWERABLE token F1, run not kept).
     max_fragment_words: int = 5
     # A reply needs at least this many content words.
     min_reply_content_words: int = 2
