@@ -207,7 +207,7 @@ class TriageSettings(Group):
         return value
 
     @model_validator(mode="after")
-    def _thresholdsin_order(self) -> Self:
+    def _thresholds_in_order(self) -> Self:
         in_order(self, "triage", "judge_hedge_threshold", "judge_answer_threshold", strict=False)
         return self
 
