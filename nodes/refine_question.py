@@ -3,7 +3,7 @@
 A first turn or a standalone question needs no rewrite. A follow-up is rewritten only when the history-aware
 document ranking (question + recent dialogue, LLM-free, what ReGround found retrieves best) is not confident:
 when its top document leads by a clear margin, retrieval already knows what the user means and the call
-would cost a turn's latency for nothing (evals/README.md, "Calls only where they pay").
+would cost a turn's latency for nothing (evals/README.md, "Answers").
 """
 
 from __future__ import annotations

@@ -410,18 +410,18 @@ def test_a_topic_shift_moves_the_topic_to_the_message_that_changed_it(store: Fak
 
 
 def test_phrase_containment_counts_verbatim_word_ngrams() -> None:
-    from reground.tools.retrieval.search import _ngrams, phrase_containment
+    from reground.tools.retrieval.ranking import ngram_hashes, phrase_containment
 
     docs = {
-        "a": frozenset(_ngrams(_words("you must bring an original birth certificate to the office"), 4)),
-        "b": frozenset(_ngrams(_words("an original certificate must be brought to the office by you"), 4)),
+        "a": frozenset(ngram_hashes(_words("you must bring an original birth certificate to the office"), 4)),
+        "b": frozenset(ngram_hashes(_words("an original certificate must be brought to the office by you"), 4)),
     }
     scores = phrase_containment("Do I bring an original birth certificate?", docs, 4)
     # 4 four-grams in the question; "a" holds "bring an original birth" and "an original birth certificate".
     assert scores["a"] == pytest.approx(2 / 4) and scores["b"] == 0.0, "same words, other order: no phrase"
     assert phrase_containment("too short", docs, 4) == {"a": 0.0, "b": 0.0}
     with pytest.raises(ValueError, match="n-gram size"):
-        _ngrams(["a"], 0)
+        ngram_hashes(["a"], 0)
 
 
 def test_the_phrase_signal_finds_the_document_a_reply_quoted(store: FakeStore) -> None:

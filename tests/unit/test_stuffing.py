@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reground.tools.retrieval import search
+from reground.tools.retrieval import ranking, search
 from reground.tools.signals import stuffing
 from reground.tools.signals.stuffing import STUFFED_KEY, STUFFED_PAGE_KEY, compressed_share, is_stuffed, repeat_share
 from reground.tools.stores import search_index
@@ -99,6 +99,7 @@ def test_without_the_defence_three_stuffed_pages_push_the_honest_page_out(
     monkeypatch.setattr(stuffing, "is_stuffed", lambda text: False)
     monkeypatch.setattr(stuffing, "chunk_is_stuffed", lambda chunk: False)
     monkeypatch.setattr(search, "chunk_is_stuffed", lambda chunk: False)
+    monkeypatch.setattr(ranking, "chunk_is_stuffed", lambda chunk: False)
     monkeypatch.setattr(search_index, "chunk_is_stuffed", lambda chunk: False)
     docs = [HONEST, *NEIGHBOURS, *(_stuffed(n) for n in range(3))]
     assert "badges" not in _passages(tmp_path, docs)

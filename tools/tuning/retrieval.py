@@ -56,8 +56,8 @@ class RetrievalSettings:
     normalization: Literal["max", "minmax"] = "max"
     # Weight of the keyword cosines' sum in the paragraph score (ConvRAG's fine-grained term). 0: on the doc2dial
     # dev turns with a gold answer (whole graph, scripted model) the kept passages held the gold document no more
-    # often with it, token F1 equal, and each keyword cost a row in the turn's embedding call (evals/README.md,
-    # "Retrieval"). The keywords still reach the lexical signals.
+    # often with it, token F1 equal, and each keyword cost a row in the turn's embedding call (docs/experiments.md,
+    # retrieval). The keywords still reach the lexical signals.
     keyword_weight: float = 0.0
     lexical_paragraph_weight: float = 0.3  # weight of a BM25-like term in the paragraph score
     doc_prior_weight: float = 3.0  # weight of the normalised document score in a paragraph's score

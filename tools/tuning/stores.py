@@ -98,7 +98,7 @@ class Locks:
 
 
 @dataclass(frozen=True)
-class EngineStore:
+class EngineTuning:
     """The search engine backend (stores/postgres.py) and the LangChain adapters (stores/langchain.py,
     retrieval/langchain.py); measured in evals/results/scale (docs/deployment.md, "The scale curve")."""
 
@@ -151,7 +151,7 @@ class Trusted:
 
 
 STORE_IO: Final = StoreIO()
-ENGINE: Final = EngineStore()
+ENGINE: Final = EngineTuning()
 INGEST: Final = Ingest()
 LOCKS: Final = Locks()
 TRUSTED: Final = Trusted()

@@ -11,7 +11,7 @@ from typing import Final
 
 
 @dataclass(frozen=True)
-class Budgets:
+class BudgetTuning:
     """How much of the dialogue, the question and the store a turn reads and keeps."""
 
     # Dialogue tokens added to the retrieval query (ConvRAG's DH_tokens; doc2dial dev: retrieval table, README).
@@ -87,7 +87,7 @@ class Triage:
 
 
 @dataclass(frozen=True)
-class AnswerLength:
+class ExtractLength:
     """An extracted reply: at most `sentences`, each scoring at least `ratio` of the best, from the best sentence's
     passage only when `same_passage`."""
 
@@ -97,7 +97,7 @@ class AnswerLength:
 
 
 @dataclass(frozen=True)
-class Evidence:
+class EvidenceTuning:
     """How passage sentences rank as evidence and how an extracted reply is made of them (signals/evidence.py)."""
 
     # Weight of the question's MiniLM cosine beside its word overlap.
@@ -122,7 +122,7 @@ class Evidence:
     # With the judge: the reader's logit (adapters/cross_encoder.py) joins the judge's at this weight; 0 skips the
     # reader and its cost (evals/results/judge/cost.json). At 1 the held-out answer-sentence MRR rises over the judge
     # alone (evals/results/judge/summary.json, with_reader); weights 0.5-1 measured about equal on the validation
-    # dialogues (evals/README.md, Judge).
+    # dialogues (docs/experiments.md, judge).
     reader_weight: float = 1.0
     # Which ranks answer units: the unit ranker (signals/units.py) "on", "off", or "auto" (when the candidates hold
     # a fenced code block: the documentation it was trained on).
@@ -139,13 +139,13 @@ class Evidence:
     # 'conversation' runs until the reply is as long as the conversation's assistant replies so far (their median
     # words), from the best passage's sentences scoring at least half the best, at most six; chosen on the doc2dial
     # validation dialogues (sha1 in [0.6, 0.8), replayed offline; six set a priori, the validation set cannot tell
-    # four from six). Not the default: evals/README.md, "Reply length", says why.
-    answer_lengths: Mapping[str, AnswerLength] = field(
+    # four from six). 'conversation' is the default: evals/README.md, "Reply length".
+    answer_lengths: Mapping[str, ExtractLength] = field(
         default_factory=lambda: MappingProxyType(
             {
-                "conversation": AnswerLength(6, 0.5, True),
-                "sentence": AnswerLength(2, 0.9, True),
-                "paragraph": AnswerLength(3, 0.5, False),
+                "conversation": ExtractLength(6, 0.5, True),
+                "sentence": ExtractLength(2, 0.9, True),
+                "paragraph": ExtractLength(3, 0.5, False),
             }
         )
     )
@@ -158,7 +158,7 @@ class Evidence:
     # An answer whose words are mostly the previous reply's (ROUGE-L precision at least this) repeats it.
     repeat_precision: float = 0.8
     # A fragment ('Plan the migration') of at most this many words is never a whole reply (a small gain in MTRAG-UN
-    # dev ANSWERABLE token F1; evals/README.md, "Passages and replies without an LLM").
+    # dev ANSWERABLE token F1, run not kept).
     max_fragment_words: int = 5
     # A reply needs at least this many content words.
     min_reply_content_words: int = 2
@@ -224,9 +224,9 @@ class Citations:
     min_quoted_words: int = 4
 
 
-BUDGETS: Final = Budgets()
+BUDGETS: Final = BudgetTuning()
 TRIAGE: Final = Triage()
-EVIDENCE: Final = Evidence()
+EVIDENCE: Final = EvidenceTuning()
 GROUNDEDNESS: Final = Groundedness()
 REFINEMENT: Final = Refinement()
 CITATIONS: Final = Citations()

@@ -160,7 +160,7 @@ class EngineLexical(EngineSearch):
         return [hit for hit in scored[:k] if hit[1] > 0]
 
     def document_term_index(self, where: Where | None = None) -> EngineDocumentIndex:
-        """Whole-document BM25 (`tools.retrieval.search.DocumentTermIndex`'s scores) from the engine's document
+        """Whole-document BM25 (`tools.retrieval.ranking.DocumentTermIndex`'s scores) from the engine's document
         statistics; a leader's term counts come from its chunks (`chunks_for_documents`, cached)."""
         return EngineDocumentIndex(self, where)
 
