@@ -266,7 +266,7 @@ class EvidenceSettings(Group):
         description=(
             "Which ranks a turn's answer units and reranks its passages: the unit ranker trained on documentation "
             "with code (tools/signals/units.py) or the judge and the hand-made score. 'auto': the unit ranker when "
-            "the candidates hold a code block or a table; 'on': always; 'off': never."
+            "the candidates hold a fenced code block; 'on': always; 'off': never."
         ),
     )
     answer_evidence: Count = Field(
