@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from reground.tools.signals.conflicts import conflict_reply, find_conflicts
+from reground.tools.signals.contacts import contacts
 from reground.tools.signals.requests import sensitive_requests
 from reground.tools.signals.sensitive import Trust, reply_cautions
 from reground.tools.stores.trusted_domains import (
@@ -205,3 +206,24 @@ def test_the_turn_says_both_statements_and_warns_before_a_sensitive_reply(tmp_pa
     payroll = ask("What is the payroll helpdesk address for payslip errors?")
     assert payroll["answer"].startswith("Caution:") and "acme-hr.example" in payroll["cautions"][0]
     assert payroll["conflicts"] == []
+
+
+def test_documentation_code_and_hosts_off_the_internet_are_no_contacts_to_caution() -> None:
+    code = (
+        "Raise it with the detail:\n\n```python\nraise HTTPException(status_code=404, detail=exc.detail)\n"
+        'index_url = "https://test.pypi.org/simple"\n```'
+    )
+    assert reply_cautions(code, [_page(code)], TRUST) == []
+    span = "Set `UV_INDEX_URL=https://pkgs.dev.azure.com/org/_packaging/feed` before you run it."
+    assert reply_cautions(span, [_page(span)], TRUST) == []
+    local = "Open http://127.0.0.1:8000/docs, http://localhost:8080 or https://example.com/simple in your browser."
+    assert reply_cautions(local, [_page(local)], TRUST) == []
+    # the same link offered in prose, or in code on a page off the trusted domains, is still cautioned
+    prose = "Upload your package at https://test.pypi.org/legacy first."
+    assert [c.kind for c in reply_cautions(prose, [_page(prose)], TRUST)] == ["contact"]
+    assert [c.kind for c in reply_cautions(code, [_page(code, LOOKALIKE)], TRUST)] == ["contact"]
+
+
+def test_a_dotted_name_in_code_is_no_site() -> None:
+    assert contacts("detail=exc.detail, settings.app_name, tool.uv.dev-dependencies, fastapi.middleware.cors") == []
+    assert contacts("write to help.desk.de or evil.ru/x") == ["help.desk.de", "evil.ru/x"]

@@ -15,7 +15,7 @@ from typing import Any
 _URL = re.compile(
     r"\b(?:https?://|www\.)[^\s<>\"')\]]+"
     r"|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|org|net|io|co|info|biz|xyz|ru|cn|tk|top|gov|edu|uk|de|eu|fr|us|app"
-    r"|online|site|support|help|click|link)(?:/[^\s<>\"')\]]*)?",
+    r"|online|site|support|help|click|link)(?![\w-])(?:/[^\s<>\"')\]]*)?",  # "exc.detail" names no site
     re.IGNORECASE,
 )
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
@@ -43,6 +43,12 @@ PREMIUM_PHONE = re.compile(
     r"|^(?:\+44[\s.-]?|0)9\d{2}\b|^(?:\+33[\s.-]?|0)8[\s.]?9|^\+34[\s.-]?(?:80[3-7]|90[57])",
 )
 _IP = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
+# Hosts no message can reach on the internet: the user's own machine, the example domains of RFC 2606 and
+# single-label names. Documentation is full of them (http://127.0.0.1:8000/docs).
+_OFF_THE_INTERNET = re.compile(
+    r"^(?:localhost|127(?:\.\d{1,3}){3}|0\.0\.0\.0|::1|[^.]+)$|\.localhost$|(?:^|\.)example\.(?:com|org|net)$",
+    re.IGNORECASE,
+)
 _TWO_LEVEL_SUFFIX = re.compile(r"\.(?:co|com|org|net|gov|ac|gob|gouv)\.[a-z]{2}$", re.IGNORECASE)
 
 
@@ -119,7 +125,7 @@ def outside_contacts(text: str, document_domain: str | None = None) -> list[str]
             if PREMIUM_PHONE.search(contact.strip()):
                 found.append(contact)
             continue
-        if PUBLIC_SECTOR_HOST.search(host):
+        if PUBLIC_SECTOR_HOST.search(host) or off_the_internet(host):
             continue
         if (own and registrable_domain(host) != own) or RISKY_HOST.search(host):
             found.append(contact)
@@ -128,6 +134,11 @@ def outside_contacts(text: str, document_domain: str | None = None) -> list[str]
         if real and shown and registrable_domain(shown) != registrable_domain(real) and target not in found:
             found.append(target)
     return found
+
+
+def off_the_internet(host: str) -> bool:
+    """Whether a host leads nowhere a reader could send anything: loopback, reserved example names, one label."""
+    return bool(_OFF_THE_INTERNET.search(host))
 
 
 def is_site(host: str) -> bool:

@@ -36,10 +36,12 @@ from reground.tools.signals.contacts import (
     contacts,
     document_domain_of,
     host_of,
+    off_the_internet,
     registrable_domain,
 )
 from reground.tools.signals.injection import split_sentences
 from reground.tools.signals.requests import sensitive_requests
+from reground.tools.text.code_blocks import code_lines, without_code_spans
 from reground.tools.text.lexical import lexical_tokens
 from reground.tools.tuning.signals import INJECTION
 
@@ -96,6 +98,8 @@ def _off_domain(sentence: str, source_trusted: bool, trust: Trust) -> list[str]:
     found = []
     for contact in contacts(sentence):
         host = host_of(contact)
+        if host and off_the_internet(host):
+            continue
         if (host and not trust.host_trusted(host)) or (
             not host and (PREMIUM_PHONE.search(contact.strip()) or not source_trusted)
         ):
@@ -103,15 +107,19 @@ def _off_domain(sentence: str, source_trusted: bool, trust: Trust) -> list[str]:
     return found
 
 
-def sentence_cautions(sentence: str, passages: Sequence[Mapping[str, Any]], trust: Trust) -> list[Caution]:
-    """Why one reply sentence needs the warning (empty: it does not)."""
+def sentence_cautions(
+    sentence: str, passages: Sequence[Mapping[str, Any]], trust: Trust, *, in_code: bool = False
+) -> list[Caution]:
+    """Why one reply sentence needs the warning (empty: it does not). On a trusted page, a link in code (a line of
+    a code block, a code span) is the documentation's example or setting, not a contact offered to the reader."""
     requests = sensitive_requests(sentence)
     if not requests and not contacts(sentence):
         return []
     source = _source(sentence, passages)
     domain = document_domain_of(source) if source is not None else None
     page_trusted = trust.domain_trusted(domain)
-    off = _off_domain(sentence, page_trusted, trust)
+    offered = ("" if in_code else without_code_spans(sentence)) if page_trusted else sentence
+    off = _off_domain(offered, page_trusted, trust)
     where = f"its page is on {domain}, not one of this collection's trusted domains ({trust.named()})"
     out: list[Caution] = []
     for request in requests:
@@ -141,8 +149,10 @@ def sentence_cautions(sentence: str, passages: Sequence[Mapping[str, Any]], trus
 def reply_cautions(reply: str, passages: Sequence[Mapping[str, Any]], trust: Trust) -> list[Caution]:
     """Every caution of a reply, sentence by sentence, each reason once."""
     out: list[Caution] = []
+    code = code_lines(reply)
     for sentence in split_sentences(reply):
-        out += [c for c in sentence_cautions(sentence, passages, trust) if c.reason not in {o.reason for o in out}]
+        found = sentence_cautions(sentence, passages, trust, in_code=sentence.strip() in code)
+        out += [c for c in found if c.reason not in {o.reason for o in out}]
     return out
 
 

@@ -103,3 +103,20 @@ def indent_code_blocks(text: str, indent: str = "    ") -> str:
             continue
         out.append(f"{indent}{line}" if inside else line)
     return "\n".join(out)
+
+
+def code_lines(text: str) -> set[str]:
+    """The lines (stripped) inside the text's fenced code blocks, fences included."""
+    inside, lines = False, set()
+    for line in text.splitlines():
+        fence = bool(_FENCE.match(line))
+        if inside or fence:
+            lines.add(line.strip())
+        if fence:
+            inside = not inside
+    return lines
+
+
+def without_code_spans(text: str) -> str:
+    """The text with its inline code spans blanked: what it says in words."""
+    return _CODE_SPAN.sub(" ", text)
