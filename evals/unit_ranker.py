@@ -9,10 +9,10 @@
    value a useful reply gives); turns with no such unit among the candidates teach nothing and are left out.
 3. **Fit** a conditional logit (softmax over a turn's units, L2), standardised inputs, fixed steps.
 4. **Measure leave-one-corpus-out**: fitted on one collection (fastapi or uv), measured on the other: the share of
-   answerable turns whose best unit, best two units, and three best passages (by their best unit) hold every
-   `must_contain`, beside the graph's ranking without it (the judge and the hand-made score). The shipped weights are
-   then fitted on both. Writes reground/data/units/unit_ranker.json, evals/results/units/summary.json and the model
-   card (reground/data/units/MODEL_CARD.md).
+   answerable turns whose best unit, the units a reply takes (`EVIDENCE.unit_reply_units`) and the three best
+   passages (by their best unit) hold every `must_contain`, beside the graph's ranking without it (the judge and the
+   hand-made score). The shipped weights are then fitted on both. Writes reground/data/units/unit_ranker.json,
+   evals/results/units/summary.json and the model card (reground/data/units/MODEL_CARD.md).
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 from reground.evals.usefulness import holds_every
+from reground.tools.tuning.turn import EVIDENCE
 
 L2 = 0.1
 STEPS = 400
 LEARNING_RATE = 0.5
-REPLY_UNITS = 2  # what an extracted reply takes (tools/tuning/turn.py EVIDENCE.unit_reply_units)
 PASSAGES = 3
 WEIGHTS = Path("reground/data/units/unit_ranker.json")
 SUMMARY = Path("evals/results/units/summary.json")
@@ -152,19 +152,19 @@ def _standing(turn: Turn) -> list[int]:
 
 
 def measure(turns: Sequence[Turn], scores: Sequence[np.ndarray]) -> dict[str, float]:
-    """Shares of the turns whose best unit, best two units and three best passages hold every must_contain."""
+    """Shares of the turns whose best unit, the units a reply takes and three best passages hold every must_contain."""
     top1 = top2 = passages = 0
     for turn, score in zip(turns, scores, strict=True):
         order = sorted(_standing(turn), key=lambda i: -score[i])
         top1 += holds_every(" ".join(turn.texts[i] for i in order[:1]), turn.must_contain)
-        top2 += holds_every(" ".join(turn.texts[i] for i in order[:REPLY_UNITS]), turn.must_contain)
+        top2 += holds_every(" ".join(turn.texts[i] for i in order[: EVIDENCE.unit_reply_units]), turn.must_contain)
         best: dict[int, float] = {}
         for i, number in enumerate(turn.passages):
             best[number] = max(best.get(number, -np.inf), float(score[i]))
         kept = sorted(best, key=lambda n: -best[n])[:PASSAGES]
         passages += holds_every(" ".join(turn.candidate_texts[n - 1] for n in kept), turn.must_contain)
     n = max(len(turns), 1)
-    return {"turns": len(turns), "best_unit": top1 / n, "best_two_units": top2 / n, "three_passages": passages / n}
+    return {"turns": len(turns), "best_unit": top1 / n, "best_reply_units": top2 / n, "three_passages": passages / n}
 
 
 def leave_one_corpus_out(turns: Sequence[Turn]) -> dict[str, Any]:
@@ -210,7 +210,7 @@ def model_card(summary: dict[str, Any]) -> str:
     rows = []
     for held, entry in summary["leave_one_corpus_out"].items():
         with_it, without = entry["unit_ranker"], entry["without_it"]
-        for key in ("best_unit", "best_two_units", "three_passages"):
+        for key in ("best_unit", "best_reply_units", "three_passages"):
             rows.append(f"| {held} ({with_it['turns']} turns) | {key} | {without[key]:.3f} | **{with_it[key]:.3f}** |")
     weights = ", ".join(f"{k} {v:+.2f}" for k, v in summary["weights"].items())
     return f"""# The unit ranker

@@ -235,6 +235,18 @@ README_FIGURES: tuple[Figures, ...] = (
     ),
     Figures(
         "README.md",
+        "`techdocs_dev/write_qwen15_loco/code_claims.json`): {} of {} answerable replies useful, as many as "
+        "extracted on the same cases; {} of {} name code their passages lack. The model wrote {} of them;",
+        (
+            ref("techdocs_dev/write_qwen15_loco/code_claims.json", "useful"),
+            ref("techdocs_dev/write_qwen15_loco/code_claims.json", "answerable_with_must_contain"),
+            ref("techdocs_dev/write_qwen15_loco/code_claims.json", "replies_naming_code_their_passages_lack"),
+            ref("techdocs_dev/write_qwen15_loco/code_claims.json", "cases"),
+            ref("techdocs_dev/write_qwen15_loco/code_claims.json", "kinds", "answer"),
+        ),
+    ),
+    Figures(
+        "README.md",
         "| ANSWERABLE ({}): the reply holds every `must_contain` | {} | **{}** ({} / {}) | ≥ 0.60 |",
         (
             ref("techdocs_dev/reground_loco/summary.json", "usefulness", "all", "classes", "ANSWERABLE", "n"),
