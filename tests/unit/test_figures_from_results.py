@@ -302,12 +302,24 @@ README_FIGURES: tuple[Figures, ...] = (
     ),
     Figures(
         "README.md",
-        "| {} ms; {} / {} ms on a slower day, when `750b0b4` took {} ms |",
+        "| {} ms (CPU {} ms; triage {}, retrieve {}, finalize {} ms) |",
         (
             ref("bench.json", "overhead", "turn", "median_ms"),
-            ref("overhead/summary.json", "after", 0, "turn", "median_ms"),
-            ref("overhead/summary.json", "after", 1, "turn", "median_ms"),
-            ref("overhead/summary.json", "before", "turn", "median_ms"),
+            ref("bench.json", "overhead", "turn_cpu", "median_ms"),
+            ref("bench.json", "overhead", "node_median_ms", "triage"),
+            ref("bench.json", "overhead", "node_median_ms", "retrieve"),
+            ref("bench.json", "overhead", "node_median_ms", "finalize"),
+        ),
+    ),
+    Figures(
+        "README.md",
+        "| {} s (process start {} s, the turn {} s); `reground --help` {} s, importing the graph {} s |",
+        (
+            ref("bench.json", "startup", "ask", "wall_s"),
+            ref("bench.json", "startup", "ask", "process_start_s"),
+            ref("bench.json", "startup", "ask", "turn_s"),
+            ref("bench.json", "startup", "help", "wall_s"),
+            ref("bench.json", "startup", "import_graph", "wall_s"),
         ),
     ),
     Figures(
