@@ -9,7 +9,7 @@ content words), with the line before each (a decorator, the `def` a parameter si
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from reground.tools.text.lexical import lexical_tokens
 from reground.tools.tuning.turn import EVIDENCE
@@ -93,28 +93,28 @@ def close_fences(text: str) -> str:
     return f"{text.rstrip()}\n{opened}" if opened else text
 
 
-def indent_code_blocks(text: str, indent: str = "    ") -> str:
-    """A reply for a terminal: each fenced block's lines indented, the fences themselves left out."""
-    out: list[str] = []
+def line_kinds(text: str) -> Iterator[tuple[str, str]]:
+    """Each line of the text with what it is: "fence" (a code block's opening or closing line), "code" (inside a
+    block) or "text"."""
     inside = False
     for line in text.split("\n"):
         if _FENCE.match(line):
             inside = not inside
-            continue
-        out.append(f"{indent}{line}" if inside else line)
-    return "\n".join(out)
+            yield line, "fence"
+        else:
+            yield line, "code" if inside else "text"
+
+
+def indent_code_blocks(text: str, indent: str = "    ") -> str:
+    """A reply for a terminal: each fenced block's lines indented, the fences themselves left out."""
+    return "\n".join(
+        f"{indent}{line}" if kind == "code" else line for line, kind in line_kinds(text) if kind != "fence"
+    )
 
 
 def code_lines(text: str) -> set[str]:
     """The lines (stripped) inside the text's fenced code blocks, fences included."""
-    inside, lines = False, set()
-    for line in text.splitlines():
-        fence = bool(_FENCE.match(line))
-        if inside or fence:
-            lines.add(line.strip())
-        if fence:
-            inside = not inside
-    return lines
+    return {line.strip() for line, kind in line_kinds(text) if kind != "text"}
 
 
 def without_code_spans(text: str) -> str:
