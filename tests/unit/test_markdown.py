@@ -173,3 +173,13 @@ def test_a_table_right_under_a_sentence_is_a_table_and_the_next_line_a_paragraph
     assert [b.kind for b in blocks] == ["paragraph", "table", "paragraph"]
     assert blocks[1].text.splitlines()[2] == "| Fee | £18 per term |"
     assert blocks[2].text.startswith("You can arrange it at the Student Hub.")
+
+
+def test_a_later_part_of_a_cut_code_block_is_no_reply_on_its_own() -> None:
+    from reground.tools.signals.evidence import stands_as_reply
+    from reground.tools.text.sentences import CONTINUED_LABEL
+
+    part = f"{CONTINUED_LABEL}\n```python\nasync def read_users_me(user: User):\n    return user\n```"
+    assert split_unit(part) == ("", part.split("\n", 1)[1])
+    assert not stands_as_reply(part)
+    assert stands_as_reply("Return the current user:\n```python\nreturn user\n```")

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from reground.tools.text.markdown import STRUCTURED_KINDS, Block, parse_markdown
+from reground.tools.text.sentences import CONTINUED_LABEL
 from reground.tools.tuning.stores import INGEST
 
 SECTION_SEPARATOR = " > "
@@ -79,7 +80,7 @@ def _split_code(block: Block, budget: int, count: Callable[[str], int]) -> list[
         parts[-1].append(line)
     out = []
     for i, part in enumerate(p for p in parts if any(line.strip() for line in p)):
-        text = "\n".join([*(["(continued)"] if i else []), fence_open, *part, fence_close])
+        text = "\n".join([*([CONTINUED_LABEL] if i else []), fence_open, *part, fence_close])
         out.append(Block(block.kind, text, block.path, block.level, block.variant, block.links, continued=i > 0))
     return out or [block]
 

@@ -51,6 +51,8 @@ def normalised(text: str) -> str:
 # A structured block of a page (text/markdown.py): a fenced code block, or a table's rows. It is never cut into
 # sentences; it belongs to the sentence that introduces it (the last one before it in the same passage), or stands
 # alone when nothing does. Either way it is one *answer unit*.
+# The line the chunker (text/markdown_chunks.py) puts above each later part of a code block cut to fit a chunk.
+CONTINUED_LABEL = "(continued)"
 _FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})", re.M)
 _STRUCTURED = re.compile(
     r"(?:^|(?<=\n))(?P<fence>`{3,}|~{3,})[^\n]*\n.*?\n(?P=fence)[ \t]*(?=\n|$)"  # a fenced code block
@@ -113,11 +115,13 @@ def has_code_block(text: str) -> bool:
 
 
 def split_unit(unit: str) -> tuple[str, str]:
-    """(prose, structured part) of an answer unit: the sentence and the code block or table it introduces."""
+    """(prose, structured part) of an answer unit: the sentence and the code block or table it introduces. The
+    label the chunker puts above the later parts of a long code block is no sentence: such a part has no prose."""
     match = _STRUCTURED.search(unit)
     if match is None:
         return unit, ""
-    return unit[: match.start()].strip(), unit[match.start() :].strip("\n")
+    prose = unit[: match.start()].strip()
+    return ("" if prose == CONTINUED_LABEL else prose), unit[match.start() :].strip("\n")
 
 
 def text_sentences(text: str) -> list[str]:
