@@ -1,7 +1,9 @@
 """The whole graph without an LLM over an eval corpus: the setup `evals/passages.py` and `evals/judge.py` share.
 
 A scripted chat model (a follow-up whose retrieval is unsure keeps its question unrewritten; replies are extracted,
-as by default) over the corpus's eval collection, ingested once."""
+as by default) over the corpus's eval collection, ingested once. With `chat_model_spec` the same graph runs with that
+model instead (the local server's rewrites of follow-ups), for collectors that learn from what the graph reads
+with an LLM as well as without one."""
 
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ class LlmFreeGraph:
         from reground.evals.answers import SCOPE_FIELD, case_scope, graph_messages
         from reground.graph.builder import run_config
 
-        self.model.reset()
+        if self.model is not None:
+            self.model.reset()
         scope = case_scope(case, SCOPE_FIELD if scoped else None)
         context = self.context.with_(metadata_filter=scope) if scope else self.context
         config = run_config(context, configurable={"thread_id": case.case_id})
@@ -43,6 +46,7 @@ def llm_free_graph(
     checkpointer: BaseCheckpointSaver[Any] | None = None,
     overrides: dict[str, Any] | None = None,
     store: Any = None,
+    chat_model_spec: str | None = None,
 ) -> LlmFreeGraph:
     from reground.evals.bench import EVAL_CHUNK_TOKENS
     from reground.evals.retrieval import collection_name, open_eval_store
@@ -53,10 +57,12 @@ def llm_free_graph(
 
     if store is None:  # else a caller's store holding the same documents (evals/scale.py: the engine backend)
         store = open_eval_store(docs, data_dir=data_dir, max_tokens=EVAL_CHUNK_TOKENS)
-    model = ScriptedChatModel(script={"answer": [first_passage_reply]})
+    # With a spec the graph builds that model from its context, as `eval answers` runs it.
+    model = ScriptedChatModel(script={"answer": [first_passage_reply]}) if chat_model_spec is None else None
     context = Context(
         collection=collection_name(docs, EVAL_CHUNK_TOKENS),
         **({"data_dir": data_dir} if data_dir else {}),
+        **({"chat_model": chat_model_spec} if chat_model_spec else {}),
         **(overrides or {}),
     )
     graph = build_graph(chat_model=model, store=store, checkpointer=checkpointer)

@@ -1,10 +1,12 @@
 """Train and measure the unit ranker (tools/signals/units.py) on documentation with code, leave-one-corpus-out.
 
     python -m reground.evals.unit_ranker train --docs ../shared/data/techdocs/docs.jsonl \
-        --cases ../shared/data/techdocs/cases_dev.jsonl --data-dir DIR
+        --cases ../shared/data/techdocs/cases_dev.jsonl --data-dir DIR --chat-model local:default
 
 1. **Collect.** The graph runs LLM-free (scripted model, as evals/judge.py) on every techdocs dev turn, scoped to its
    collection; every answer unit of the turn's candidates is read as rerank reads it (lexical overlap, cosines).
+   With `--chat-model` (`reground llm serve` up) every turn is read a second time with that model's rewrites of the
+   follow-ups, as the graph runs when an LLM is up; each fit reads both readings, each figure is given per reading.
 2. **Label.** A unit is a positive when it holds every `must_contain` string of the turn (the exact call, flag or
    value a useful reply gives); turns with no such unit among the candidates teach nothing and are left out.
 3. **Fit** a conditional logit (softmax over a turn's units, L2), standardised inputs, fixed steps.
@@ -36,6 +38,8 @@ PASSAGES = 3
 WEIGHTS = Path("reground/data/units/unit_ranker.json")
 SUMMARY = Path("evals/results/units/summary.json")
 CARD = Path("reground/data/units/MODEL_CARD.md")
+LLM_FREE = "llm_free"  # the turns as the graph reads them without an LLM (follow-ups unrewritten)
+REWRITTEN = "rewritten"  # ... and with a chat model's rewrites of the follow-ups
 
 
 @dataclass
@@ -67,9 +71,10 @@ def collect_turns(
     data_dir: str | None,
     answerable_only: bool = True,
     overrides: dict[str, Any] | None = None,
+    chat_model_spec: str | None = None,
 ) -> list[Turn]:
     """Run the graph LLM-free on every turn (only the answerable ones with `must_contain`, by default) and read its
-    candidates' units."""
+    candidates' units. `chat_model_spec`: run it with that model instead (its rewrites of follow-ups)."""
     from langgraph.checkpoint.memory import InMemorySaver
     from reground.evals.datasets import load_cases
     from reground.evals.llm_free import llm_free_graph
@@ -78,7 +83,9 @@ def collect_turns(
     from reground.tools.signals.units import unit_feature_rows
 
     settings = {**(overrides or {}), "evidence": {"unit_ranking": "off"}}
-    run = llm_free_graph(docs, data_dir=data_dir, checkpointer=InMemorySaver(), overrides=settings)
+    run = llm_free_graph(
+        docs, data_dir=data_dir, checkpointer=InMemorySaver(), overrides=settings, chat_model_spec=chat_model_spec
+    )
     services = Services(store=run.store)
     retriever = services.retriever(run.context)
     judge, reader = services.judge(run.context), services.reader()
@@ -121,6 +128,33 @@ def collect_turns(
             )
         )
     return out
+
+
+def collect_readings(
+    docs: Path,
+    cases: Path,
+    *,
+    data_dir: str | None,
+    chat_model_spec: str | None,
+    answerable_only: bool = True,
+    cache: Path | None = None,
+) -> dict[str, list[Turn]]:
+    """Every turn as the graph reads it without an LLM and, with `chat_model_spec`, with that model's rewrites of the
+    follow-ups too: the units' cosines and overlaps move with the rewrite, so models fitted on one reading alone
+    misjudge the other (the graph runs with the local LLM when one is up, without it otherwise)."""
+    import pickle
+
+    if cache is not None and cache.exists():
+        cached: dict[str, list[Turn]] = pickle.loads(cache.read_bytes())
+        return cached
+    readings = {LLM_FREE: collect_turns(docs, cases, data_dir=data_dir, answerable_only=answerable_only)}
+    if chat_model_spec:
+        readings[REWRITTEN] = collect_turns(
+            docs, cases, data_dir=data_dir, answerable_only=answerable_only, chat_model_spec=chat_model_spec
+        )
+    if cache is not None:
+        cache.write_bytes(pickle.dumps(readings))
+    return readings
 
 
 def standardiser(turns: Sequence[Turn]) -> tuple[np.ndarray, np.ndarray]:
@@ -167,25 +201,29 @@ def measure(turns: Sequence[Turn], scores: Sequence[np.ndarray]) -> dict[str, fl
     return {"turns": len(turns), "best_unit": top1 / n, "best_reply_units": top2 / n, "three_passages": passages / n}
 
 
-def leave_one_corpus_out(turns: Sequence[Turn]) -> dict[str, Any]:
+def leave_one_corpus_out(readings: dict[str, list[Turn]]) -> dict[str, Any]:
+    """Per held-out collection: fitted on every reading of the other collection's turns, measured on each reading
+    of the held-out one."""
+    turns = [t for reading in readings.values() for t in reading]
     out: dict[str, Any] = {}
     for held in sorted({t.collection for t in turns}):
-        train = [t for t in turns if t.collection != held]
-        test = [t for t in turns if t.collection == held]
-        weights, mean, scale = fit(train)
-        out[held] = {
-            "trained_on": sorted({t.collection for t in train}),
-            "unit_ranker": measure(test, [((t.rows - mean) / scale) @ weights for t in test]),
-            "without_it": measure(test, [t.baseline for t in test]),
-        }
+        weights, mean, scale = fit([t for t in turns if t.collection != held])
+        out[held] = {"trained_on": sorted({t.collection for t in turns if t.collection != held})}
+        for name, reading in readings.items():
+            test = [t for t in reading if t.collection == held]
+            out[held][name] = {
+                "unit_ranker": measure(test, [((t.rows - mean) / scale) @ weights for t in test]),
+                "without_it": measure(test, [t.baseline for t in test]),
+            }
     return out
 
 
-def train(docs: Path, cases: Path, *, data_dir: str | None) -> dict[str, Any]:
+def train(docs: Path, cases: Path, *, data_dir: str | None, chat_model_spec: str | None = None) -> dict[str, Any]:
     from reground.tools.signals.units import FEATURE_NAMES, UnitRanker
 
-    turns = collect_turns(docs, cases, data_dir=data_dir)
-    held_out = leave_one_corpus_out(turns)
+    readings = collect_readings(docs, cases, data_dir=data_dir, chat_model_spec=chat_model_spec)
+    turns = [t for reading in readings.values() for t in reading]
+    held_out = leave_one_corpus_out(readings)
     weights, mean, scale = fit(turns)
     sha256 = UnitRanker(weights=weights, mean=mean, scale=scale).save(WEIGHTS)
     summary = {
@@ -193,8 +231,11 @@ def train(docs: Path, cases: Path, *, data_dir: str | None) -> dict[str, Any]:
         "data": {
             "docs": str(docs),
             "cases": str(cases),
-            "turns": len(turns),
-            "turns_with_a_holding_unit": sum(bool(t.labels.any()) for t in turns),
+            "chat_model": chat_model_spec,
+            "readings": {name: len(reading) for name, reading in readings.items()},
+            "turns_with_a_holding_unit": {
+                name: sum(bool(t.labels.any()) for t in reading) for name, reading in readings.items()
+            },
             "label": "a unit holding every must_contain string of its turn",
         },
         "leave_one_corpus_out": held_out,
@@ -209,9 +250,15 @@ def train(docs: Path, cases: Path, *, data_dir: str | None) -> dict[str, Any]:
 def model_card(summary: dict[str, Any]) -> str:
     rows = []
     for held, entry in summary["leave_one_corpus_out"].items():
-        with_it, without = entry["unit_ranker"], entry["without_it"]
-        for key in ("best_unit", "best_reply_units", "three_passages"):
-            rows.append(f"| {held} ({with_it['turns']} turns) | {key} | {without[key]:.3f} | **{with_it[key]:.3f}** |")
+        for reading in summary["data"]["readings"]:
+            with_it, without = entry[reading]["unit_ranker"], entry[reading]["without_it"]
+            for key in ("best_unit", "best_reply_units", "three_passages"):
+                rows.append(
+                    f"| {held} ({with_it['turns']} turns) | {reading} | {key} | {without[key]:.3f} | "
+                    f"**{with_it[key]:.3f}** |"
+                )
+    chat_model = summary["data"]["chat_model"]
+    flag = f" --chat-model {chat_model}" if chat_model else ""
     weights = ", ".join(f"{k} {v:+.2f}" for k, v in summary["weights"].items())
     return f"""# The unit ranker
 
@@ -221,18 +268,19 @@ value a useful reply gives (`tools/signals/units.py`). Inputs: {", ".join(summar
 (standardised inputs): {weights}.
 
 - Weights: `{summary["model"]["weights"]}`, sha256 `{summary["model"]["sha256"]}`.
-- Data: {summary["data"]["turns"]} answerable turns ({summary["data"]["turns_with_a_holding_unit"]} with a holding
-  unit among their candidates); label: {summary["data"]["label"]}.
+- Data: the answerable turns in each reading ({summary["data"]["readings"]}; with a holding unit among their
+  candidates: {summary["data"]["turns_with_a_holding_unit"]}): `llm_free` as the graph reads a turn without an LLM,
+  `rewritten` with the local LLM's ({chat_model}) rewrites of the follow-ups. Label: {summary["data"]["label"]}.
 - Reproduce: `python -m reground.evals.unit_ranker train --docs {summary["data"]["docs"]} --cases
-  {summary["data"]["cases"]} --data-dir DIR`.
+  {summary["data"]["cases"]} --data-dir DIR{flag}` (with `reground llm serve` up).
 - Used when the candidates hold a code block or a table (`evidence.unit_ranking="auto"`); not trained or measured on
   prose-only collections, which keep the judge's ranking.
 
 Leave-one-corpus-out (fitted on the other collection; share of the held-out collection's answerable turns whose
 units hold every `must_contain`; "without" is the graph's ranking by the judge and the hand-made score):
 
-| held out | measure | without | unit ranker |
-|---|---|---|---|
+| held out | reading | measure | without | unit ranker |
+|---|---|---|---|---|
 {chr(10).join(rows)}
 """
 
@@ -244,8 +292,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--docs", required=True, type=Path)
     p.add_argument("--cases", required=True, type=Path)
     p.add_argument("--data-dir", default=None)
+    p.add_argument(
+        "--chat-model",
+        default=None,
+        help="also read every turn with this model's rewrites (e.g. local:default, with `reground llm serve` up)",
+    )
     args = parser.parse_args(argv)
-    summary = train(args.docs, args.cases, data_dir=args.data_dir)
+    summary = train(args.docs, args.cases, data_dir=args.data_dir, chat_model_spec=args.chat_model)
     print(json.dumps(summary["leave_one_corpus_out"], indent=1))
     print(f"wrote {WEIGHTS}, {SUMMARY}, {CARD}", file=sys.stderr)
     return 0

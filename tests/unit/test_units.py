@@ -79,7 +79,7 @@ def test_the_documentation_triage_asks_back_on_a_vague_opening_and_answers_a_spe
     pages = {"a": 2.0, "b": 1.8, "c": 1.7}
     units = [_unit(CODE, 1, 0.4, 0.3)]
     vague = doc_triage_features("how do I configure it?", [], units, pages, 1.0)
-    specific_units = [_unit(CODE, 1, 0.8, 0.9)]
+    specific_units = [_unit(CODE, 1, 0.9, 1.0)]
     history = [{"role": "user", "text": "query params"}, {"role": "assistant", "text": "Use Query."}]
     specific = doc_triage_features(
         "how do I cap the query parameter q at 50 characters with Query max_length?",

@@ -34,7 +34,7 @@ from reground.tools.text.lexical import lexical_tokens
 from reground.tools.tuning.turn import TRIAGE
 
 DOC_TRIAGE_FILE = "doc_triage.json"
-DOC_TRIAGE_SHA256 = "c09754350c9c02199bc7345730fce3f38f3271632a92c86db253b65151a5f51d"
+DOC_TRIAGE_SHA256 = "4141b9c8615d9a895a7f45f7a6f8a70e7ac114a6d900347772220d3ffcf5f308"
 
 FEATURE_NAMES = (
     "best_unit",

@@ -36,7 +36,7 @@ UNIT_RANKER_FILE = "unit_ranker.json"
 # A folder holding unit_ranker.json and doc_triage.json to use instead of the shipped ones (evals/doc_triage.py writes
 # one per leave-one-corpus-out fold; `python -m reground.evals.doc_triage train` on your own docs writes them too).
 DOC_MODELS_ENV = "REGROUND_DOC_MODELS"
-UNIT_RANKER_SHA256 = "f79bc6bbbc1b7e7f44f78a21b6c604487cbccd8144c7027436cc043ef2960927"
+UNIT_RANKER_SHA256 = "76b01493d75890efa4c3c8e0b504e7c28bcb39b4b6e3395a825b8ecedbba8f89"
 
 FEATURE_NAMES = ("dense", "lexical", "section_lexical", "has_code", "procedure_code", "question_in_code")
 # A question that asks for a way to do something (a feature of a learned model, not a decision).

@@ -1,0 +1,103 @@
+"""The documentation models' trainers (evals/unit_ranker.py, evals/doc_triage.py) on hand-built turns: every fit
+reads both readings of a turn (without an LLM and with its rewrites), every held-out figure is given per reading,
+and the triage's calibrated answer threshold keeps the unanswerable turns it was fitted on under its cap."""
+
+from __future__ import annotations
+
+import numpy as np
+from reground.evals import doc_triage, unit_ranker
+from reground.evals.unit_ranker import LLM_FREE, REWRITTEN, Turn
+from reground.tools.signals.evidence import Evidence
+
+UNITS = 6
+ANSWER = "uv sync --frozen"
+
+
+def turn(case: str, collection: str, signal_feature: int, rng: np.random.Generator) -> Turn:
+    """Six units; the one holding the answer stands out only in `signal_feature`."""
+    rows = rng.normal(0.0, 1.0, size=(UNITS, len(unit_ranker_features())))
+    answer = int(rng.integers(UNITS))
+    rows[answer, signal_feature] += 4.0
+    texts = [
+        f"Run `{ANSWER}` to install the locked versions exactly." if i == answer else f"Section {i} explains a setting."
+        for i in range(UNITS)
+    ]
+    units = [Evidence(text=t, passage=1, score=0.0, lexical=0.0, dense=0.0, order=i) for i, t in enumerate(texts)]
+    return Turn(
+        case_id=case,
+        collection=collection,
+        answerability="ANSWERABLE",
+        question="how do I install exactly what the lock file says?",
+        asked="how do I install exactly what the lock file says?",
+        history=[],
+        units=units,
+        rows=rows.astype(np.float32),
+        labels=np.asarray([i == answer for i in range(UNITS)], dtype=np.float32),
+        passages=[1] * UNITS,
+        baseline=-np.arange(UNITS, dtype=np.float32),
+        texts=texts,
+        candidate_texts=[" ".join(texts)],
+        candidate_doc_ids=["page"],
+        must_contain=[ANSWER],
+        gold_doc_ids=["page"],
+    )
+
+
+def unit_ranker_features() -> tuple[str, ...]:
+    from reground.tools.signals.units import FEATURE_NAMES
+
+    return FEATURE_NAMES
+
+
+def readings(rng: np.random.Generator) -> dict[str, list[Turn]]:
+    """The answer stands out in feature 0 when read without an LLM and in feature 1 once the LLM rewrote it."""
+    return {
+        name: [turn(f"{c}-{i}", c, feature, rng) for c in ("alpha", "beta") for i in range(30)]
+        for name, feature in ((LLM_FREE, 0), (REWRITTEN, 1))
+    }
+
+
+def test_each_held_out_figure_is_given_per_reading_and_the_fit_reads_both() -> None:
+    both = readings(np.random.default_rng(0))
+    held_out = unit_ranker.leave_one_corpus_out(both)
+    assert set(held_out) == {"alpha", "beta"}
+    for entry in held_out.values():
+        assert entry["trained_on"] in (["alpha"], ["beta"])
+        for name in (LLM_FREE, REWRITTEN):
+            assert entry[name]["unit_ranker"]["turns"] == 30
+            assert entry[name]["unit_ranker"]["best_unit"] > 0.8  # fitted on both readings: right in each
+
+
+def test_a_ranker_fitted_without_the_rewritten_reading_misses_it() -> None:
+    both = readings(np.random.default_rng(1))
+    held_out = unit_ranker.leave_one_corpus_out({LLM_FREE: both[LLM_FREE]})
+    assert held_out["alpha"][LLM_FREE]["unit_ranker"]["best_unit"] > 0.8
+    weights, mean, scale = unit_ranker.fit(both[LLM_FREE])
+    rewritten = both[REWRITTEN]
+    scores = [((t.rows - mean) / scale) @ weights for t in rewritten]
+    assert unit_ranker.measure(rewritten, scores)["best_unit"] < 0.5
+
+
+def test_the_calibrated_answer_threshold_answers_at_most_the_capped_share_of_unanswerable_turns() -> None:
+    rng = np.random.default_rng(2)
+    turns = []
+    rows = []
+    for i in range(200):
+        label = ("ANSWERABLE", "UNANSWERABLE", "UNDERSPECIFIED")[i % 3]
+        base = turn(f"t{i}", "alpha", 0, rng)
+        turns.append(Turn(**{**base.__dict__, "answerability": label}))
+        shift = {"ANSWERABLE": 1.0, "UNANSWERABLE": -1.0, "UNDERSPECIFIED": 0.0}[label]
+        rows.append(rng.normal(shift, 1.0, size=len(doc_triage_features())))
+    x = np.asarray(rows, dtype=np.float32)
+    triage = doc_triage.fit_triage(turns, x)
+    decided = [triage.decide(r, may_ask_back=False)[0] for r, t in zip(x, turns, strict=True)]
+    unanswerable = [d for d, t in zip(decided, turns, strict=True) if t.answerability == "UNANSWERABLE"]
+    answered = sum(d == "answer" for d in unanswerable) / len(unanswerable)
+    assert answered <= doc_triage.MAX_UNANSWERABLE_ANSWERED + 1 / len(unanswerable)
+    assert any(d == "answer" for d, t in zip(decided, turns, strict=True) if t.answerability == "ANSWERABLE")
+
+
+def doc_triage_features() -> tuple[str, ...]:
+    from reground.tools.signals.doc_triage import FEATURE_NAMES
+
+    return FEATURE_NAMES
