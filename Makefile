@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml | $(PY)
 	@if [ ! -d /usr/share/wordnet ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 		(apt-get update -qq && apt-get install -y -qq wordnet-base wordnet-sense-index >/dev/null) \
 		|| echo "apt-get could not install WordNet"; fi
-	$(PY) -m reground.evals.setup_wordnet || echo "METEOR will be unavailable: WordNet not installed"
+	$(PY) -m reground.evals.data.setup_wordnet || echo "METEOR will be unavailable: WordNet not installed"
 	touch $(STAMP)
 
 install: $(STAMP)

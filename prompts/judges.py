@@ -1,6 +1,6 @@
 """Prompts of the LLM judges used by evals (not by the graph): G-Eval ratings, a Prometheus-style
 rubric, a position-swapped pairwise judge and ReGround's hallucination judge with our few-shot
-examples. Each prompt asks for its verdict as one number and nothing else: `reground.evals.judges` reads the
+examples. Each prompt asks for its verdict as one number and nothing else: `reground.evals.runs.judges` reads the
 model's probabilities of the valid numbers from the first token's log-probabilities (tools/adapters/choice.py), so no
 reply text is parsed. The numbers each prompt names are the constants below, which the judges read with.
 

@@ -1,7 +1,7 @@
 """Prompts of `reground eval synth`: the model plays the user (and the agent's reference reply) over a document.
 
 The gold span is chosen first (verbatim from the store), and the model is only asked for the question that
-span answers, so spans stay verbatim by construction. Every call asks for JSON (schemas in evals/synth.py,
+span answers, so spans stay verbatim by construction. Every call asks for JSON (schemas in evals/runs/synth.py,
 enforced by the server); the shared context (document, conversation) comes first and the task last, so the
 server's prompt-prefix cache serves it across the calls of a turn.
 """

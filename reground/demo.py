@@ -1,6 +1,6 @@
 """The demo conversation's data: its collection, the user's scope, the three turns and the bundled HR corpus.
 
-Shared by `reground demo` (reground/commands/conversation.py) and the server benchmark (evals/bench_server.py),
+Shared by `reground demo` (reground/commands/conversation.py) and the server benchmark (evals/perf/bench_server.py),
 which must not import CLI modules.
 """
 

@@ -39,14 +39,14 @@ def add_commands(subparsers: Any) -> None:
     group.set_defaults(func=lambda args: (group.print_help(), 2)[1])
 
     p = sub.add_parser("retrieval", help="document recall@k / MRR of the LLM-free stack and BM25 baselines")
-    from reground.evals.retrieval import build_parser as retrieval_options  # the same options as the module
+    from reground.evals.runs.retrieval import build_parser as retrieval_options  # the same options as the module
 
     retrieval_options(p)
     p.set_defaults(func=_retrieval)
 
-    from reground.evals.answers import DEFAULT_SYSTEMS, JUDGES, SYSTEMS, run_answers_eval
-    from reground.evals.calibrate import SUPPORT_PERCENTILE
-    from reground.evals.judge_check import LABELLED_ITEMS
+    from reground.evals.runs.answers import DEFAULT_SYSTEMS, JUDGES, SYSTEMS, run_answers_eval
+    from reground.evals.runs.judge_check import LABELLED_ITEMS
+    from reground.evals.train.calibrate import SUPPORT_PERCENTILE
 
     p = sub.add_parser(
         "answers",
@@ -148,7 +148,7 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--out", required=True, help="cases .jsonl to write (resumable)")
     p.add_argument("--seed", type=int, default=0, help="seed of the document, span and turn choices (default 0)")
     p.add_argument("--model", default="local:default", help="chat model spec (default local:default)")
-    # Omitted: evals/synth.py's SynthSettings decide (read when the command runs: that module loads the chat stack).
+    # Omitted: evals/runs/synth.py's SynthSettings decide (read when the command runs: it loads the chat stack).
     p.add_argument("--turns", type=int, help="planned turns per dialogue (default: SynthSettings.turns)")
     for share in SYNTH_SHARES:
         option = "--" + share.replace("_", "-")
@@ -204,7 +204,7 @@ def _fail(problem: str | Exception) -> NoReturn:
 
 
 def _retrieval(args: argparse.Namespace) -> int:
-    from reground.evals.retrieval import format_summary, run_from_args
+    from reground.evals.runs.retrieval import format_summary, run_from_args
 
     try:
         summary = run_from_args(args)
@@ -235,8 +235,8 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
 
 
 def _answers(args: argparse.Namespace) -> int:
-    from reground.evals.answers import EvalRunError, run_answers_eval
-    from reground.evals.datasets import DatasetError
+    from reground.evals.data.datasets import DatasetError
+    from reground.evals.runs.answers import EvalRunError, run_answers_eval
 
     if args.workers < 1:
         _fail("--workers must be >= 1")
@@ -280,7 +280,7 @@ def _answers(args: argparse.Namespace) -> int:
         for label, row in (metrics.get("behaviour") or {}).items():
             shares = ", ".join(f"{k}={row[k]:.2f}" for k in ("answer", "hedge", "abstain", "clarify"))
             print(f"  {label} (n={row['n']}): {shares}")
-        from reground.evals.usefulness import useful_shares
+        from reground.evals.runs.usefulness import useful_shares
 
         for collection, label, share, n in useful_shares(metrics.get("usefulness") or {}):
             print(f"  useful, {collection} {label} (n={n}): {share:.3f}")
@@ -289,7 +289,7 @@ def _answers(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from reground.evals.calibrate import CalibrationError, calibrate_run
+    from reground.evals.train.calibrate import CalibrationError, calibrate_run
 
     try:
         result = calibrate_run(
@@ -321,8 +321,8 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _judge_check(args: argparse.Namespace) -> int:
-    from reground.evals.answers import JUDGE_MAX_TOKENS, load_eval_model
-    from reground.evals.judge_check import check_hallucination_judge
+    from reground.evals.runs.answers import JUDGE_MAX_TOKENS, load_eval_model
+    from reground.evals.runs.judge_check import check_hallucination_judge
     from reground.tools.errors import RegroundError
 
     try:
@@ -343,7 +343,7 @@ def _judge_check(args: argparse.Namespace) -> int:
 
 
 def _correlation(args: argparse.Namespace) -> int:
-    from reground.evals.correlation import correlation_report
+    from reground.evals.runs.correlation import correlation_report
 
     try:
         report = correlation_report(args.run)
@@ -355,7 +355,7 @@ def _correlation(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from reground.evals.report import ReportError, write_report
+    from reground.evals.runs.report import ReportError, write_report
 
     try:
         path = write_report(args.runs, args.out)
@@ -366,7 +366,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _synth(args: argparse.Namespace) -> int:
-    from reground.evals.synth import SUPPORT_THRESHOLD, sidecar, synthesize
+    from reground.evals.runs.synth import SUPPORT_THRESHOLD, sidecar, synthesize
 
     given = {name: getattr(args, name) for name in ("turns", *SYNTH_SHARES) if getattr(args, name) is not None}
     try:
@@ -389,7 +389,7 @@ def _synth(args: argparse.Namespace) -> int:
 
 
 def _rank_agreement(args: argparse.Namespace) -> int:
-    from reground.evals.synth import rank_agreement
+    from reground.evals.runs.synth import rank_agreement
 
     try:
         result = rank_agreement(args.synthetic, args.real, [m.strip() for m in args.metrics.split(",") if m.strip()])
@@ -405,7 +405,7 @@ def _rank_agreement(args: argparse.Namespace) -> int:
 
 def _feedback_export(args: argparse.Namespace) -> int:
     from reground.commands.ui import running_page_url
-    from reground.evals.feedback import fetch_feedback, write_cases
+    from reground.evals.data.feedback import fetch_feedback, write_cases
 
     url = args.url or running_page_url(args.data_dir)
     counts = write_cases(fetch_feedback(url), args.out)

@@ -1,5 +1,5 @@
 """`reground judge train|cost`: train the judge (signals/judge.py) from the dev data with a fixed seed, or time what
-it adds to a turn (evals/judge.py)."""
+it adds to a turn (evals/train/judge.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
-    from reground.evals.judge import main
+    from reground.evals.train.judge import main
 
     return main([args.action, *args.options])
 
@@ -17,7 +17,7 @@ def add_commands(subparsers: Any) -> None:
     judge = subparsers.add_parser(
         "judge",
         help="train the judge that decides which sentence answers a question (run from the repository root)",
-        description="Options after the action go to `python -m reground.evals.judge` (see its --help).",
+        description="Options after the action go to `python -m reground.evals.train.judge` (see its --help).",
     )
     judge.add_argument("action", choices=["train", "cost"])
     judge.add_argument("options", nargs=argparse.REMAINDER, help="--doc2dial, --mtrag, --weights, --out, --cache")

@@ -420,7 +420,7 @@ def test_ratings_are_exported_as_cases_that_eval_answers_runs(tab: Page, ui: UI,
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert exported.returncode == 0, exported.stderr
-    from reground.evals.datasets import load_cases
+    from reground.evals.data.datasets import load_cases
 
     thread_id = thread_of(tab)
     cases = [c for c in load_cases(cases_file) if c.dial_id == thread_id]

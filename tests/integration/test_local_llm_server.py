@@ -92,10 +92,10 @@ def test_structured_replies_in_every_form_against_the_real_server(
 def test_a_judge_reads_its_verdict_from_the_real_servers_logprobs(
     served: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The hallucination judge asks for one digit and reads the server's top_logprobs of it (evals/judges.py)."""
+    """The hallucination judge asks for one digit and reads the server's top_logprobs of it (evals/runs/judges.py)."""
     monkeypatch.setenv("REGROUND_STATE_DIR", served["REGROUND_STATE_DIR"])
     monkeypatch.delenv("REGROUND_LOCAL_LLM_URL", raising=False)
-    from reground.evals.judges import hallucination
+    from reground.evals.runs.judges import hallucination
     from reground.tools.adapters.chat import CallStats
     from reground.tools.adapters.llm import load_chat_model
 

@@ -46,8 +46,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
 
 
 def test_two_dialogues_from_the_real_model(served: dict[str, str], hr_store_dir: str, tmp_path: Path) -> None:
-    from reground.evals.datasets import load_cases
-    from reground.evals.synth import REASONS
+    from reground.evals.data.datasets import load_cases
+    from reground.evals.runs.synth import REASONS
 
     out = tmp_path / "synth" / "cases.jsonl"
     args = ["eval", "synth", "--collection", "test-hr", "--data-dir", hr_store_dir, "--dialogues", "2"]

@@ -20,7 +20,7 @@ def test_the_card_beside_the_weights_names_their_digest_and_the_command_that_tra
     from reground.tools.signals.ask_back import ASK_BACK_SHA256, ask_back_path
 
     card = ask_back_path().with_name("ASK_BACK_CARD.md").read_text()
-    assert ASK_BACK_SHA256 in card and "python -m reground.evals.ask_back" in card
+    assert ASK_BACK_SHA256 in card and "python -m reground.evals.train.ask_back" in card
 
 
 def test_an_unresolved_reference_among_several_fitting_documents_reads_as_more_underspecified() -> None:

@@ -299,7 +299,7 @@ def test_eval_errors_are_one_line_with_their_exit_code(
 
 
 def test_an_eval_stopped_by_a_dead_model_exits_with_the_model_code() -> None:
-    from reground.evals.answers import EvalRunError
+    from reground.evals.runs.answers import EvalRunError
     from reground.tools.adapters.llm import LLMUnavailableError
 
     from reground.commands.eval import _fail

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reground.evals.code_claims import claimed_code
+from reground.evals.runs.code_claims import claimed_code
 from reground.prompts.injection import CAUTION
 
 

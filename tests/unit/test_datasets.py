@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from reground.evals.datasets import (
+from reground.evals.data.datasets import (
     DatasetError,
     load_cases,
     load_corpus,

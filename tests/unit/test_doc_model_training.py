@@ -1,12 +1,12 @@
-"""The documentation models' trainers (evals/unit_ranker.py, evals/doc_triage.py) on hand-built turns: every fit
-reads both readings of a turn (without an LLM and with its rewrites), every held-out figure is given per reading,
-and the triage's calibrated answer threshold keeps the unanswerable turns it was fitted on under its cap."""
+"""The documentation models' trainers (evals/train/unit_ranker.py, evals/train/doc_triage.py) on hand-built turns:
+every fit reads both readings of a turn (without an LLM and with its rewrites), every held-out figure is given per
+reading, and the triage's calibrated answer threshold keeps the unanswerable turns it was fitted on under its cap."""
 
 from __future__ import annotations
 
 import numpy as np
-from reground.evals import doc_triage, unit_ranker
-from reground.evals.unit_ranker import LLM_FREE, REWRITTEN, Turn
+from reground.evals.train import doc_triage, unit_ranker
+from reground.evals.train.unit_ranker import LLM_FREE, REWRITTEN, Turn
 from reground.tools.signals.evidence import Evidence
 
 UNITS = 6

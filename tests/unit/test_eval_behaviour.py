@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reground.evals import answers as answers_mod
-from reground.evals.answers import EvalRunError, run_answers_eval
-from reground.evals.behaviour import behaviour_of, behaviour_table, classify_reply
-from reground.evals.correlation import old_relevance_proxy
-from reground.evals.datasets import Case
+from reground.evals.data.datasets import Case
 from reground.evals.records import read_jsonl
-from reground.evals.report import write_report
+from reground.evals.runs import answers as answers_mod
+from reground.evals.runs.answers import EvalRunError, run_answers_eval
+from reground.evals.runs.behaviour import behaviour_of, behaviour_table, classify_reply
+from reground.evals.runs.correlation import old_relevance_proxy
+from reground.evals.runs.report import write_report
 from reground.tools.signals.scoring import rouge_l
 from scipy import stats
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reground.evals import bench
+from reground.evals.perf import bench
 
 from reground.demo import demo_corpus_path
 

@@ -1,10 +1,10 @@
-"""`python -m reground.evals.passages`: the shares it reports from its per-case rows."""
+"""`python -m reground.evals.runs.passages`: the shares it reports from its per-case rows."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from reground.evals.passages import summarize
+from reground.evals.runs.passages import summarize
 
 
 def test_the_summary_counts_each_systems_hits_and_the_cases_only_one_found() -> None:

@@ -1,4 +1,4 @@
-"""The prefix-cache share read from the local server's log (evals/prefix_cache.py)."""
+"""The prefix-cache share read from the local server's log (evals/perf/prefix_cache.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from reground.evals.prefix_cache import cache_reads, measure, per_turn
+from reground.evals.perf.prefix_cache import cache_reads, measure, per_turn
 
 LOG = """INFO:     127.0.0.1:42068 - "POST /v1/chat/completions HTTP/1.1" 200 OK
 Llama.generate: 4 prefix-match hit, remaining 696 prompt tokens to eval

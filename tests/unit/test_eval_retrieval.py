@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from reground.evals.retrieval import near_duplicates, parse_setting
+from reground.evals.runs.retrieval import near_duplicates, parse_setting
 
 
 def test_near_duplicates_pairs_versions_of_a_page_and_nothing_else(tmp_path: Path) -> None:

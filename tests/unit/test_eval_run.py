@@ -12,11 +12,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from reground.evals.answers import EvalRunError, parse_systems, run_answers_eval
-from reground.evals.calibrate import CalibrationError, calibrate_run, calibrated_threshold, read_calibrated_threshold
-from reground.evals.correlation import correlation_report
 from reground.evals.records import read_jsonl
-from reground.evals.report import ReportError, write_report
+from reground.evals.runs.answers import EvalRunError, parse_systems, run_answers_eval
+from reground.evals.runs.correlation import correlation_report
+from reground.evals.runs.report import ReportError, write_report
+from reground.evals.train.calibrate import (
+    CalibrationError,
+    calibrate_run,
+    calibrated_threshold,
+    read_calibrated_threshold,
+)
 from reground.nodes.context import setting_names
 from reground.tools.adapters.paths import read_calibrated_value
 
@@ -136,7 +141,7 @@ def _answer_from_prompt(messages: list[Any]) -> str:
 
 
 def _judge_reply(messages: list[Any]) -> dict[str, float]:
-    """The judge's first-token probabilities (the judges read logprobs, evals/judges.py)."""
+    """The judge's first-token probabilities (the judges read logprobs, evals/runs/judges.py)."""
     text = str(messages[-1].content)
     if "(HALLUCINATED:" in text:
         return {"0": 0.9, "1": 0.1}  # faithful
@@ -409,7 +414,7 @@ def test_cli_handlers(files: tuple[Path, Path], tmp_path: Path, capsys: pytest.C
 
 
 def test_ablations_are_valid_context_overrides() -> None:
-    from reground.evals.answers import GRAPH_SYSTEMS
+    from reground.evals.runs.answers import GRAPH_SYSTEMS
     from reground.nodes.context import Context
 
     from reground.commands.eval import parse_overrides
@@ -441,8 +446,8 @@ def _setting(context: Any, key: str) -> Any:
 def test_systems_run_case_by_case_in_rotating_order_and_resume(tmp_path: Path) -> None:
     """Every case goes through every system before the next case, the order rotating, so a machine's changing
     load falls on all systems alike; a rerun only runs what is missing."""
-    from reground.evals.answers import run_systems
-    from reground.evals.datasets import Case
+    from reground.evals.data.datasets import Case
+    from reground.evals.runs.answers import run_systems
 
     def case(cid: str) -> Case:
         return Case(cid, "d", "dmv", [], f"question {cid}?", "an answer", "doc", ["doc"], "span", True)

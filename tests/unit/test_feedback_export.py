@@ -1,4 +1,4 @@
-"""Ratings from the chat page become cases `reground eval answers` reads (evals/feedback.py)."""
+"""Ratings from the chat page become cases `reground eval answers` reads (evals/data/feedback.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reground.evals.datasets import load_cases
-from reground.evals.feedback import feedback_case, write_cases
+from reground.evals.data.datasets import load_cases
+from reground.evals.data.feedback import feedback_case, write_cases
 from reground.tools.errors import DataError
 
 QUOTE = "You can carry over up to 5 unused days."

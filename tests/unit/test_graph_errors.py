@@ -123,7 +123,7 @@ def test_context_falls_back_to_environment_variables(monkeypatch: pytest.MonkeyP
         ("reground.tools.adapters.local_server:LocalServerError", ModelError),
         ("reground.tools.adapters.rerank_http:RerankEndpointError", ModelError),
         ("reground.tools.stores.store:CollectionNotFoundError", DataError),
-        ("reground.evals.report:ReportError", InputError),
+        ("reground.evals.runs.report:ReportError", InputError),
     ],
 )
 def test_user_facing_errors_carry_their_exit_code(error: str, base: type[RegroundError]) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reground.evals.injection import (
+from reground.evals.runs.injection import (
     SUITE_DIR,
     build_store,
     load_cases,

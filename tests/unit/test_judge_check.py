@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from langchain_core.messages import BaseMessage
-from reground.evals.answers import summarize_run
-from reground.evals.judge_check import check_hallucination_judge, roc_auc, score_verdicts, validation_items
-from reground.evals.report import write_report
+from reground.evals.runs.answers import summarize_run
+from reground.evals.runs.judge_check import check_hallucination_judge, roc_auc, score_verdicts, validation_items
+from reground.evals.runs.report import write_report
 
 from reground.testing.fake_chat import ScriptedChatModel
 

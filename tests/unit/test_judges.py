@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
-from reground.evals.judges import (
+from reground.evals.runs.judges import (
     COVERAGE_FLOOR,
     PairwiseJudgement,
     answerability,

@@ -257,22 +257,22 @@ def write_tree(root: Path, files: dict[str, str]) -> None:
         ("nodes/n.py", "from reground.graph.builder import run_config\n", "imports reground.graph.builder"),
         ("tools/bare.py", "import reground\n", "reground.tools.bare imports reground.graph.builder"),
         (
-            "evals/dyn.py",
+            "evals/runs/dyn.py",
             "import importlib\nNODE = importlib.import_module('reground.nodes.answer')\n",
-            "reground.evals.dyn imports reground.nodes.answer",
+            "reground.evals.runs.dyn imports reground.nodes.answer",
         ),
         ("reground/commands/c.py", "from reground.nodes.triage import triage\n", "imports reground.nodes.triage"),
         ("nodes/s.py", "from reground.testing.fake_chat import ScriptedChatModel\n", "imports reground.testing"),
         ("nodes/m.py", "from ..graph import builder\n", "reground.nodes.m imports reground.graph.builder"),
         (
-            "evals/e.py",
+            "evals/train/e.py",
             """
             def run() -> None:
                 from reground.nodes.keywords import lexical_keywords
             """,
-            "reground.evals.e imports reground.nodes.keywords",
+            "reground.evals.train.e imports reground.nodes.keywords",
         ),
-        ("evals/b.py", "import reground.commands.conversation\n", "imports reground.commands.conversation"),
+        ("evals/perf/b.py", "import reground.commands.conversation\n", "imports reground.commands.conversation"),
     ],
 )
 def test_a_forbidden_import_is_reported(tmp_path: Path, relative: str, source: str, reported: str) -> None:
@@ -289,7 +289,7 @@ def test_allowed_imports_are_not_reported(tmp_path: Path) -> None:
             "nodes/ok.py": "from reground.nodes.state import State\nfrom reground.nodes.context import Context\n"
             "from reground.tools.adapters.chat import CallStats\nfrom reground.prompts import answer\n",
             "prompts/ok.py": "from reground.prompts import answer\nimport string\n",
-            "evals/ok.py": "from reground.graph.builder import build_graph\nfrom reground.tools import types\n",
+            "evals/data/ok.py": "from reground.graph.builder import build_graph\nfrom reground.tools import types\n",
             "tools/ok.py": "from reground.tools.errors import InputError\n",
             "graph/ok.py": "from reground.nodes.answer import answer\n",
         },

@@ -143,8 +143,8 @@ def test_recall_and_k_precision_by_hand() -> None:
 
 
 def test_meteor_equals_nltk_or_explains_why_it_is_missing() -> None:
+    from reground.evals.data.setup_wordnet import ensure_wordnet
     from reground.evals.metrics import MetricUnavailableError
-    from reground.evals.setup_wordnet import ensure_wordnet
 
     meteor = load_metric("meteor")
     if ensure_wordnet() is None:
@@ -168,7 +168,7 @@ def test_meteor_equals_nltk_or_explains_why_it_is_missing() -> None:
 
 
 def test_wordnet_setup_writes_real_files_and_lexnames(tmp_path: Path) -> None:
-    from reground.evals.setup_wordnet import DEBIAN_WORDNET, LEXNAMES, install_wordnet, installed
+    from reground.evals.data.setup_wordnet import DEBIAN_WORDNET, LEXNAMES, install_wordnet, installed
 
     fake = tmp_path / "debian"
     fake.mkdir()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
-from reground.evals.judges import format_passages as judge_passages
+from reground.evals.runs.judges import format_passages as judge_passages
 from reground.graph.builder import build_graph, run_config
 from reground.nodes.context import Context
 from reground.prompts import baselines, judges

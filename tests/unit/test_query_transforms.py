@@ -158,7 +158,7 @@ def test_the_context_turns_a_transform_on_in_the_retrieve_node(hr_store_dir: str
 
 
 def test_settings_for_the_eval_parse_and_refuse_unknown_fields() -> None:
-    from reground.evals.retrieval import settings_with
+    from reground.evals.runs.retrieval import settings_with
 
     s = settings_with(["query_transform=topics", "transform_weight=0.5", 'weights={"dense_question": 0.2}'])
     assert s.query_transform == "topics" and s.transform_weight == 0.5

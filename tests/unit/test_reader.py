@@ -44,7 +44,7 @@ def test_the_shipped_reader_is_the_pinned_one_and_has_a_model_card() -> None:
     path = Path(str(resources.files("reground") / "data" / "judge" / READER_FILE))
     assert hashlib.sha256(path.read_bytes()).hexdigest() == READER_SHA256
     card = path.with_name("MODEL_CARD.md").read_text()
-    assert READER_SHA256 in card and "reground.evals.reader_train" in card
+    assert READER_SHA256 in card and "reground.evals.train.reader_train" in card
 
 
 def test_the_reader_finds_the_sentence_that_answers_not_the_one_about_the_topic() -> None:

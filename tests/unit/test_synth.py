@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
-from reground.evals.datasets import load_cases
-from reground.evals.synth import (
+from reground.evals.data.datasets import load_cases
+from reground.evals.runs.synth import (
     REASONS,
     DialogueMaker,
     Span,

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from reground.evals.usefulness import markup_in
+from reground.evals.runs.usefulness import markup_in
 
 RUNS = Path(__file__).resolve().parents[2] / "evals" / "results" / "techdocs_dev"
 HELD_OUT = ("reground_loco_fastapi", "reground_loco_uv")

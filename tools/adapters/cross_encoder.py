@@ -3,7 +3,7 @@ sentence) -> a logit that the sentence answers the question. It reads both texts
 cannot ("What does the gown hire cost?" against "You pay a fee of £50 for the gown hire").
 
 int8 ONNX on onnxruntime, the same runtime and tokenizer as the embedder; the weights ship with the package
-(reground/data/judge/reader-int8.onnx, sha256-pinned) and are trained by evals/reader_train.py, never at run time.
+(reground/data/judge/reader-int8.onnx, sha256-pinned) and are trained by evals/train/reader_train.py, never at run time.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Whether to ask the user what they mean: a logistic model over what triage already measured, trained here on
-MTRAG-UN dev's underspecified tasks (evals/ask_back.py) instead of another rule.
+MTRAG-UN dev's underspecified tasks (evals/train/ask_back.py) instead of another rule.
 
 The rules of triage ask back when a reference the dialogue never introduced fits several documents about equally,
 and the judge finds each one answers. On MTRAG-UN dev they asked back on 5 of 27 underspecified tasks: most such
@@ -9,7 +9,7 @@ the unresolved references, how many documents fit as well as the best, how well 
 length and the dialogue's.
 
 Weights ship with the package (reground/data/judge/ask_back.json, sha256-pinned) and are trained by
-`python -m reground.evals.ask_back`, never at run time.
+`python -m reground.evals.train.ask_back`, never at run time.
 """
 
 from __future__ import annotations

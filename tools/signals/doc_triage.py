@@ -8,10 +8,10 @@ instead, over what the turn measured: the best unit's score and its lead over th
 best cosine and word overlap, the share of the question's words the passages hold, how many pages fit about as well
 as the best, how many content words the question has, whether it leans on a pronoun, and whether it opens the
 conversation. `answerable`: ANSWERABLE and PARTIAL against UNANSWERABLE; `underspecified`: UNDERSPECIFIED against the
-rest. Thresholds are calibrated leave-one-corpus-out (evals/doc_triage.py).
+rest. Thresholds are calibrated leave-one-corpus-out (evals/train/doc_triage.py).
 
 Weights ship with the package (reground/data/units/doc_triage.json, sha256-pinned), trained by
-`python -m reground.evals.doc_triage train`, never at run time.
+`python -m reground.evals.train.doc_triage train`, never at run time.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ vectors (which dimensions agree). The answerability head is a logistic model ove
 trained on doc2dial with constructed unanswerables (the same turn with its gold document's sentences taken out).
 
 Weights ship with the package (reground/data/judge/judge.npz, sha256-pinned in its model card) and are trained by
-`reground judge train` (evals/judge.py), never at run time.
+`reground judge train` (evals/train/judge.py), never at run time.
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def judge_inputs(
 ) -> np.ndarray:
     """The judge's input rows: the scalar features, then question ⊙ sentence (which MiniLM dimensions agree).
     `sentence_vectors` has one unit row per sentence, in order. (The dialogue reading's products were tried too:
-    they fit the training dialogues and lost on the validation ones, evals/judge.py.)"""
+    they fit the training dialogues and lost on the validation ones, evals/train/judge.py.)"""
     scalars = scalar_features(question, sentences, has_dialogue=has_dialogue, previous_reply=previous_reply)
     rows = np.asarray(sentence_vectors, dtype=np.float32)
     q = np.asarray(question_vector, dtype=np.float32)

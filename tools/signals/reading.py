@@ -1,6 +1,6 @@
 """A turn's reading of its passages: the evidence sentences ranked against the question and, with the judge, which
 of them answer it and whether the passages answer it at all. One function for the graph (triage) and for the judge's
-training and evaluation (evals/judge.py), so both read a turn the same way."""
+training and evaluation (evals/train/judge.py), so both read a turn the same way."""
 
 from __future__ import annotations
 

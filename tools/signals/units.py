@@ -8,9 +8,9 @@ overlap with the question, how well its section's heading path matches the quest
 the question asks for a procedure and it holds code, and how many of the question's words its code holds.
 
 It ranks a turn's units when the candidates hold a fenced code block (`evidence.unit_ranking="auto"`): it was
-trained and measured on documentation with code (evals/unit_ranker.py, leave-one-corpus-out), not on prose-only
+trained and measured on documentation with code (evals/train/unit_ranker.py, leave-one-corpus-out), not on prose-only
 collections, whose ranking it leaves alone. Weights ship with the package (reground/data/units/unit_ranker.json,
-sha256-pinned) and are trained by `python -m reground.evals.unit_ranker train`, never at run time.
+sha256-pinned) and are trained by `python -m reground.evals.train.unit_ranker train`, never at run time.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from reground.tools.text.sentences import has_code_block, split_unit
 from reground.tools.types import Passage
 
 UNIT_RANKER_FILE = "unit_ranker.json"
-# A folder holding unit_ranker.json and doc_triage.json to use instead of the shipped ones (evals/doc_triage.py writes
-# one per leave-one-corpus-out fold; `python -m reground.evals.doc_triage train` on your own docs writes them too).
+# A folder holding unit_ranker.json and doc_triage.json to use instead of the shipped ones (evals/train/doc_triage.py
+# writes one per leave-one-corpus-out fold; `python -m reground.evals.train.doc_triage train` on your own docs too).
 DOC_MODELS_ENV = "REGROUND_DOC_MODELS"
 UNIT_RANKER_SHA256 = "76b01493d75890efa4c3c8e0b504e7c28bcb39b4b6e3395a825b8ecedbba8f89"
 

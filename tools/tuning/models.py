@@ -103,7 +103,7 @@ class LocalServer:
 @dataclass(frozen=True)
 class Reader:
     """The cross-encoder that reads (question, sentence) pairs (adapters/cross_encoder.py). The lengths are those it
-    was trained with (evals/reader_train.py); changing them changes what it reads."""
+    was trained with (evals/train/reader_train.py); changing them changes what it reads."""
 
     # Tokens of the question (read in its dialogue) at most, and of the whole pair with its three markers.
     question_tokens: int = 64

@@ -53,7 +53,7 @@ class Triage:
     # it could never be reached, so the context refuses one.
     max_readings: int = 4
     # Ask back when the ask-back model (tools/signals/ask_back.py, trained on MTRAG-UN dev's underspecified tasks)
-    # finds the question too underspecified to answer; its threshold is calibrated with it (evals/ask_back.py).
+    # finds the question too underspecified to answer; its threshold is calibrated with it (evals/train/ask_back.py).
     learned_ask_back: bool = True
     # The model reads at most this many unresolved references of a question (more say nothing more).
     ask_back_max_references: int = 3

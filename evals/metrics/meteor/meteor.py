@@ -1,6 +1,6 @@
 """METEOR (mean over examples, 0-1) with NLTK's implementation and WordNet synonyms.
 
-WordNet comes from Debian's packages (see `reground.evals.setup_wordnet`); without it `compute`
+WordNet comes from Debian's packages (see `reground.evals.data.setup_wordnet`); without it `compute`
 raises a clear error and callers skip METEOR. Tokenised with `word_tokenize(preserve_line=True)`,
 which needs no punkt model.
 """
@@ -11,8 +11,8 @@ import datasets
 import evaluate
 from nltk.tokenize import word_tokenize
 from nltk.translate.meteor_score import meteor_score
+from reground.evals.data.setup_wordnet import ensure_wordnet
 from reground.evals.metrics import MetricUnavailableError
-from reground.evals.setup_wordnet import ensure_wordnet
 
 
 def _tokens(text: str) -> list[str]:
@@ -52,7 +52,7 @@ class Meteor(evaluate.Metric):
         if ensure_wordnet() is None:
             raise MetricUnavailableError(
                 "METEOR needs WordNet: `apt-get install -y wordnet-base wordnet-sense-index`, then "
-                "`python -m reground.evals.setup_wordnet`, or leave METEOR out."
+                "`python -m reground.evals.data.setup_wordnet`, or leave METEOR out."
             )
         scores = []
         for pred, ref in zip(predictions, references, strict=True):

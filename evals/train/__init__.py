@@ -1,0 +1,1 @@
+"""Training and fitting what ships in the package: the judge, reader, ask-back, triage, unit ranker, thresholds."""

@@ -1,0 +1,310 @@
+"""Train and measure the unit ranker (tools/signals/units.py) on documentation with code, leave-one-corpus-out.
+
+    python -m reground.evals.train.unit_ranker train --docs ../shared/data/techdocs/docs.jsonl \
+        --cases ../shared/data/techdocs/cases_dev.jsonl --data-dir DIR --chat-model local:default
+
+1. **Collect.** The graph runs LLM-free (scripted model, as evals/train/judge.py) on every techdocs dev turn, scoped to
+   its collection; every answer unit of the turn's candidates is read as rerank reads it (lexical overlap, cosines).
+   With `--chat-model` (`reground llm serve` up) every turn is read a second time with that model's rewrites of the
+   follow-ups, as the graph runs when an LLM is up; each fit reads both readings, each figure is given per reading.
+2. **Label.** A unit is a positive when it holds every `must_contain` string of the turn (the exact call, flag or
+   value a useful reply gives); turns with no such unit among the candidates teach nothing and are left out.
+3. **Fit** a conditional logit (softmax over a turn's units, L2), standardised inputs, fixed steps.
+4. **Measure leave-one-corpus-out**: fitted on one collection (fastapi or uv), measured on the other: the share of
+   answerable turns whose best unit, the units a reply takes (`EVIDENCE.unit_reply_units`) and the three best
+   passages (by their best unit) hold every `must_contain`, beside the graph's ranking without it (the judge and the
+   hand-made score). The shipped weights are then fitted on both. Writes reground/data/units/unit_ranker.json,
+   evals/results/units/summary.json and the model card (reground/data/units/MODEL_CARD.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from reground.evals.runs.usefulness import holds_every
+from reground.tools.tuning.turn import EVIDENCE
+
+L2 = 0.1
+STEPS = 400
+LEARNING_RATE = 0.5
+PASSAGES = 3
+WEIGHTS = Path("reground/data/units/unit_ranker.json")
+SUMMARY = Path("evals/results/units/summary.json")
+CARD = Path("reground/data/units/MODEL_CARD.md")
+LLM_FREE = "llm_free"  # the turns as the graph reads them without an LLM (follow-ups unrewritten)
+REWRITTEN = "rewritten"  # ... and with a chat model's rewrites of the follow-ups
+
+
+@dataclass
+class Turn:
+    """One turn: its candidates' units (feature rows), which hold the answer, and where each sits."""
+
+    case_id: str
+    collection: str
+    answerability: str
+    question: str  # what the turn's units were read against (the standalone question, when there is one)
+    asked: str  # the message as the user wrote it (what the documentation triage reads)
+    history: list[dict[str, str]]
+    units: list[Any]  # the candidates' units (signals/evidence.Evidence), in the graph's ranking without the ranker
+    rows: np.ndarray
+    labels: np.ndarray
+    passages: list[int]  # per unit, its candidate's number
+    baseline: np.ndarray  # the graph's ranking without the unit ranker (the hand-made score + the judge)
+    texts: list[str]
+    candidate_texts: list[str]
+    candidate_doc_ids: list[str]
+    must_contain: list[str]
+    gold_doc_ids: list[str]
+
+
+def collect_turns(
+    docs: Path,
+    cases: Path,
+    *,
+    data_dir: str | None,
+    answerable_only: bool = True,
+    overrides: dict[str, Any] | None = None,
+    chat_model_spec: str | None = None,
+) -> list[Turn]:
+    """Run the graph LLM-free on every turn (only the answerable ones with `must_contain`, by default) and read its
+    candidates' units. `chat_model_spec`: run it with that model instead (its rewrites of follow-ups)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from reground.evals.data.datasets import load_cases
+    from reground.evals.runs.llm_free import llm_free_graph
+    from reground.tools.services import Services
+    from reground.tools.signals.reading import read_turn
+    from reground.tools.signals.units import unit_feature_rows
+
+    settings = {**(overrides or {}), "evidence": {"unit_ranking": "off"}}
+    run = llm_free_graph(
+        docs, data_dir=data_dir, checkpointer=InMemorySaver(), overrides=settings, chat_model_spec=chat_model_spec
+    )
+    services = Services(store=run.store)
+    retriever = services.retriever(run.context)
+    judge, reader = services.judge(run.context), services.reader()
+    weights = run.context.evidence_weights()
+    out: list[Turn] = []
+    for case in load_cases(cases):
+        answerable = case.answerability in ("ANSWERABLE", "PARTIAL") and bool(case.must_contain)
+        if answerable_only and not answerable:
+            continue
+        state = run.final_state(case, scoped=True)
+        candidates = list(state.get("candidates", []))
+        asked = str(state.get("question", case.question))
+        question = str(state.get("standalone_question") or asked)
+        history = list(state.get("history", []))
+        units = read_turn(
+            question, asked, history, candidates, retriever.embed, weights, judge=judge, reader=reader
+        ).evidence
+        if not units:
+            continue
+        out.append(
+            Turn(
+                case_id=case.case_id,
+                collection=case.collection or "",
+                answerability=case.answerability or "ANSWERABLE",
+                question=question,
+                asked=asked,
+                history=history,
+                units=units,
+                rows=unit_feature_rows(question, units, candidates),
+                labels=np.asarray(
+                    [answerable and holds_every(u.text, case.must_contain) for u in units], dtype=np.float32
+                ),
+                passages=[u.passage for u in units],
+                baseline=-np.arange(len(units), dtype=np.float32),  # read_turn's order: the graph's ranking
+                texts=[u.text for u in units],
+                candidate_texts=[c["text"] for c in candidates],
+                candidate_doc_ids=[c["doc_id"] for c in candidates],
+                must_contain=list(case.must_contain),
+                gold_doc_ids=list(case.gold_doc_ids),
+            )
+        )
+    return out
+
+
+def collect_readings(
+    docs: Path,
+    cases: Path,
+    *,
+    data_dir: str | None,
+    chat_model_spec: str | None,
+    answerable_only: bool = True,
+    cache: Path | None = None,
+) -> dict[str, list[Turn]]:
+    """Every turn as the graph reads it without an LLM and, with `chat_model_spec`, with that model's rewrites of the
+    follow-ups too: the units' cosines and overlaps move with the rewrite, so models fitted on one reading alone
+    misjudge the other (the graph runs with the local LLM when one is up, without it otherwise)."""
+    import pickle
+
+    if cache is not None and cache.exists():
+        cached: dict[str, list[Turn]] = pickle.loads(cache.read_bytes())
+        return cached
+    readings = {LLM_FREE: collect_turns(docs, cases, data_dir=data_dir, answerable_only=answerable_only)}
+    if chat_model_spec:
+        readings[REWRITTEN] = collect_turns(
+            docs, cases, data_dir=data_dir, answerable_only=answerable_only, chat_model_spec=chat_model_spec
+        )
+    if cache is not None:
+        cache.write_bytes(pickle.dumps(readings))
+    return readings
+
+
+def standardiser(turns: Sequence[Turn]) -> tuple[np.ndarray, np.ndarray]:
+    rows = np.concatenate([t.rows for t in turns])
+    return rows.mean(axis=0), rows.std(axis=0) + 1e-6
+
+
+def fit(turns: Sequence[Turn]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(weights, mean, scale) of the conditional logit over each turn's units."""
+    mean, scale = standardiser(turns)
+    taught = [t for t in turns if t.labels.any()]
+    weights = np.zeros(mean.shape[0])
+    for _ in range(STEPS):
+        gradient = np.zeros_like(weights)
+        for turn in taught:
+            z = (turn.rows - mean) / scale
+            logits = z @ weights
+            p = np.exp(logits - logits.max())
+            p /= p.sum()
+            gradient += z.T @ (p - turn.labels / turn.labels.sum())
+        weights -= LEARNING_RATE * (gradient / max(len(taught), 1) + L2 * weights)
+    return weights, mean, scale
+
+
+def _standing(turn: Turn) -> list[int]:
+    from reground.tools.signals.evidence import stands_as_reply
+
+    return [i for i, text in enumerate(turn.texts) if stands_as_reply(text) and not text.rstrip().endswith("?")]
+
+
+def measure(turns: Sequence[Turn], scores: Sequence[np.ndarray]) -> dict[str, float]:
+    """Shares of the turns whose best unit, the units a reply takes and three best passages hold every must_contain."""
+    top1 = top2 = passages = 0
+    for turn, score in zip(turns, scores, strict=True):
+        order = sorted(_standing(turn), key=lambda i: -score[i])
+        top1 += holds_every(" ".join(turn.texts[i] for i in order[:1]), turn.must_contain)
+        top2 += holds_every(" ".join(turn.texts[i] for i in order[: EVIDENCE.unit_reply_units]), turn.must_contain)
+        best: dict[int, float] = {}
+        for i, number in enumerate(turn.passages):
+            best[number] = max(best.get(number, -np.inf), float(score[i]))
+        kept = sorted(best, key=lambda n: -best[n])[:PASSAGES]
+        passages += holds_every(" ".join(turn.candidate_texts[n - 1] for n in kept), turn.must_contain)
+    n = max(len(turns), 1)
+    return {"turns": len(turns), "best_unit": top1 / n, "best_reply_units": top2 / n, "three_passages": passages / n}
+
+
+def leave_one_corpus_out(readings: dict[str, list[Turn]]) -> dict[str, Any]:
+    """Per held-out collection: fitted on every reading of the other collection's turns, measured on each reading
+    of the held-out one."""
+    turns = [t for reading in readings.values() for t in reading]
+    out: dict[str, Any] = {}
+    for held in sorted({t.collection for t in turns}):
+        weights, mean, scale = fit([t for t in turns if t.collection != held])
+        out[held] = {"trained_on": sorted({t.collection for t in turns if t.collection != held})}
+        for name, reading in readings.items():
+            test = [t for t in reading if t.collection == held]
+            out[held][name] = {
+                "unit_ranker": measure(test, [((t.rows - mean) / scale) @ weights for t in test]),
+                "without_it": measure(test, [t.baseline for t in test]),
+            }
+    return out
+
+
+def train(docs: Path, cases: Path, *, data_dir: str | None, chat_model_spec: str | None = None) -> dict[str, Any]:
+    from reground.tools.signals.units import FEATURE_NAMES, UnitRanker
+
+    readings = collect_readings(docs, cases, data_dir=data_dir, chat_model_spec=chat_model_spec)
+    turns = [t for reading in readings.values() for t in reading]
+    held_out = leave_one_corpus_out(readings)
+    weights, mean, scale = fit(turns)
+    sha256 = UnitRanker(weights=weights, mean=mean, scale=scale).save(WEIGHTS)
+    summary = {
+        "model": {"weights": str(WEIGHTS), "sha256": sha256, "features": list(FEATURE_NAMES), "l2": L2, "steps": STEPS},
+        "data": {
+            "docs": str(docs),
+            "cases": str(cases),
+            "chat_model": chat_model_spec,
+            "readings": {name: len(reading) for name, reading in readings.items()},
+            "turns_with_a_holding_unit": {
+                name: sum(bool(t.labels.any()) for t in reading) for name, reading in readings.items()
+            },
+            "label": "a unit holding every must_contain string of its turn",
+        },
+        "leave_one_corpus_out": held_out,
+        "weights": {name: round(float(w), 4) for name, w in zip(FEATURE_NAMES, weights, strict=True)},
+    }
+    SUMMARY.parent.mkdir(parents=True, exist_ok=True)
+    SUMMARY.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    CARD.write_text(model_card(summary), encoding="utf-8")
+    return summary
+
+
+def model_card(summary: dict[str, Any]) -> str:
+    rows = []
+    for held, entry in summary["leave_one_corpus_out"].items():
+        for reading in summary["data"]["readings"]:
+            with_it, without = entry[reading]["unit_ranker"], entry[reading]["without_it"]
+            for key in ("best_unit", "best_reply_units", "three_passages"):
+                rows.append(
+                    f"| {held} ({with_it['turns']} turns) | {reading} | {key} | {without[key]:.3f} | "
+                    f"**{with_it[key]:.3f}** |"
+                )
+    chat_model = summary["data"]["chat_model"]
+    flag = f" --chat-model {chat_model}" if chat_model else ""
+    weights = ", ".join(f"{k} {v:+.2f}" for k, v in summary["weights"].items())
+    return f"""# The unit ranker
+
+A linear scorer over a turn's answer units (a sentence with the code block or table it introduces), trained here on
+the techdocs dev conversations (two documentation sets) to rank first the unit that holds the exact call, command or
+value a useful reply gives (`tools/signals/units.py`). Inputs: {", ".join(summary["model"]["features"])}. Weights
+(standardised inputs): {weights}.
+
+- Weights: `{summary["model"]["weights"]}`, sha256 `{summary["model"]["sha256"]}`.
+- Data: the answerable turns in each reading ({summary["data"]["readings"]}; with a holding unit among their
+  candidates: {summary["data"]["turns_with_a_holding_unit"]}): `llm_free` as the graph reads a turn without an LLM,
+  `rewritten` with the local LLM's ({chat_model}) rewrites of the follow-ups. Label: {summary["data"]["label"]}.
+- Reproduce: `python -m reground.evals.train.unit_ranker train --docs {summary["data"]["docs"]} --cases
+  {summary["data"]["cases"]} --data-dir DIR{flag}` (with `reground llm serve` up).
+- Used when the candidates hold a code block or a table (`evidence.unit_ranking="auto"`); not trained or measured on
+  prose-only collections, which keep the judge's ranking.
+
+Leave-one-corpus-out (fitted on the other collection; share of the held-out collection's answerable turns whose
+units hold every `must_contain`; "without" is the graph's ranking by the judge and the hand-made score):
+
+| held out | reading | measure | without | unit ranker |
+|---|---|---|---|---|
+{chr(10).join(rows)}
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m reground.evals.train.unit_ranker", description=__doc__.split("\n")[0]
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("train", help="collect, fit leave-one-corpus-out, write the weights and summary")
+    p.add_argument("--docs", required=True, type=Path)
+    p.add_argument("--cases", required=True, type=Path)
+    p.add_argument("--data-dir", default=None)
+    p.add_argument(
+        "--chat-model",
+        default=None,
+        help="also read every turn with this model's rewrites (e.g. local:default, with `reground llm serve` up)",
+    )
+    args = parser.parse_args(argv)
+    summary = train(args.docs, args.cases, data_dir=args.data_dir, chat_model_spec=args.chat_model)
+    print(json.dumps(summary["leave_one_corpus_out"], indent=1))
+    print(f"wrote {WEIGHTS}, {SUMMARY}, {CARD}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
