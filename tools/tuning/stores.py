@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from reground.tools.tuning.declared import setting
+
 
 @dataclass(frozen=True)
 class IndexSettings:
@@ -65,9 +67,14 @@ class Ingest:
     pipeline_depth: int = 4
     queue_poll_s: float = 0.1
     join_timeout_s: float = 5.0
-    # Maximum tokens per chunk (chunks follow headings and paragraphs; ~1 paragraph of the demo and doc2dial pages),
-    # and the least a caller may ask for (fewer splits sentences).
-    chunk_tokens: int = 160
+    chunk_tokens: int = setting(
+        160,
+        meaning=(
+            "Maximum tokens per chunk (chunks follow headings and paragraphs; about one paragraph of the demo and "
+            "doc2dial pages)."
+        ),
+    )
+    # The least chunk budget a caller may ask for (fewer splits sentences).
     min_chunk_tokens: int = 16
     # A structured page's unit (a sentence with the code block, list or table it introduces) is never split up to
     # this many chunk budgets; a longer code block is cut at blank lines into parts of that size.
