@@ -190,13 +190,12 @@ class Context(EnvSettings):
     answer_length: AnswerLength = Field(
         default="conversation",
         description=(
-            "How long an extracted reply is. 'conversation': about as long as the assistant's replies so far (their "
-            "median words), from the best passage's sentences scoring at least half as well as the best (at most 6); "
-            "a first turn is answered as 'sentence'. A conversation sets its own register (doc2dial's agents reply "
+            "How long an extracted reply is (each length's shape: evidence.answer_lengths). 'conversation': about "
+            "as long as the assistant's replies so far (their median words), from the best passage's sentences; a "
+            "first turn is answered as 'sentence'. A conversation sets its own register (doc2dial's agents reply "
             "far shorter than MTRAG-UN's); where reground wrote the earlier replies it stays near 'sentence'. "
-            "'sentence': the best sentence, plus the next-best one of the same passage when it scores at least 90% "
-            "as well, in reading order. 'paragraph': up to 3 sentences of the passages that score at least half as "
-            "well as the best."
+            "'sentence': the best sentence, plus the next-best one of the same passage when it scores nearly as "
+            "well, in reading order. 'paragraph': a few sentences of any passage scoring well against the best."
         ),
     )
     escalation: str = Field(

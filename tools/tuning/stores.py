@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from reground.tools.tuning.declared import setting
+from reground.tools.tuning.turn import BUDGETS
 
 
 @dataclass(frozen=True)
@@ -143,15 +144,15 @@ class EngineTuning:
     langchain_oversample: int = 2
     langchain_batch: int = 256
     retriever_k: int = 4
-    retriever_doc_k: int = 8
-    retriever_history_tokens: int = 100
+    retriever_doc_k: int = BUDGETS.doc_candidates  # the run's defaults, not second copies
+    retriever_history_tokens: int = BUDGETS.history_token_budget
 
 
 @dataclass(frozen=True)
 class Trusted:
     """What a collection trusts (stores/trusted_domains.py): a domain serving, or named by, at least this share of
     its documents and at least this many of them (or most of them). Set by reading the injection suites (every
-    look-alike domain is one page's) against doc2dial (four domains of 18-35% each) and the demo corpus."""
+    look-alike domain is one page's) against doc2dial (four domains, each far above the share) and the demo corpus."""
 
     min_share: float = 0.1
     min_documents: int = 2
