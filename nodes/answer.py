@@ -7,7 +7,7 @@ Two answer styles (`answer_style`): **extract** replies with those sentences in 
 call; on doc2dial and MTRAG-UN dev the embedded 0.5B model's written replies score no better than the best
 sentence, evals/README.md), adding the next-best sentence while it scores close to the best; **write** has the chat
 model write the reply from the passages, shown the best sentences, in one plain-text call (no grammar-constrained
-decoding: on the 0.5B default that cost ~35 ms per generated token), best-of-N. `use_self_check=True` asks the
+decoding: on the 0.5B default it slowed every generated token), best-of-N. `use_self_check=True` asks the
 model which passages help instead, as a field of one JSON-schema reply. When the passages hold too little of the
 question (`partial_coverage`), the reply says which of its words the documents do not mention.
 """
@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 from reground.nodes.common import NodeEnv, current_draft, evidence_of, grounded_messages, question_of
+from reground.nodes.context import EvidenceSettings
 from reground.nodes.state import Draft, PassageJudgement, State
 from reground.prompts import answer as answer_prompts
 from reground.tools.adapters.chat import LLMReplyError, call_text
@@ -34,11 +35,7 @@ from reground.tools.signals.injection import answerable_evidence
 from reground.tools.signals.scoring import majority_best, principle_scores
 from reground.tools.text.code_blocks import close_fences, trim_code_blocks
 from reground.tools.text.sentences import sentence_parts, strip_citations, text_sentences
-from reground.tools.tuning.models import CHAT
-from reground.tools.tuning.turn import EVIDENCE, TRIAGE
 from reground.tools.types import Passage
-
-JSON_OVERHEAD_TOKENS = CHAT.answer_json_overhead_tokens  # the reply's keys and helpful list, over the answer's cap
 
 
 class AnswerReply(BaseModel):
@@ -141,25 +138,28 @@ def answer_sample(messages: Sequence[Any], env: NodeEnv, temperature: float) -> 
         messages,
         AnswerReply,
         tags=["answer"],
-        max_tokens=context.models.max_answer_tokens + JSON_OVERHEAD_TOKENS,
+        max_tokens=context.models.max_answer_tokens + context.models.answer_json_overhead_tokens,
         temperature=temperature,
     )
     return reply.answer, list(reply.helpful)
 
 
 def extracted_sentences(
-    evidence: Sequence[Evidence], length: str, history: Sequence[Mapping[str, str]] = ()
+    evidence: Sequence[Evidence],
+    settings: EvidenceSettings,
+    length: str,
+    history: Sequence[Mapping[str, str]] = (),
 ) -> tuple[str, list[int]]:
     """The reply an extract-style answer gives at a length (measured on doc2dial and MTRAG-UN dev: evals/README.md).
     'conversation': about as many words as the assistant's replies so far (their median); a first turn, with no
     reply before it, is answered as 'sentence'. Units the unit ranker ranked (documentation with code): the best
     `unit_reply_units` from any passage, whatever the length."""
     if evidence and evidence[0].unit_score is not None:
-        return extractive_answer(evidence, EVIDENCE.unit_reply_units, 0.0)
+        return extractive_answer(evidence, settings.unit_reply_units, 0.0)
     target = reply_words(history) if length == "conversation" else 0.0
     if length == "conversation" and not target:
         length = "sentence"
-    shape = EVIDENCE.answer_lengths[length]
+    shape = settings.answer_lengths[length]
     return extractive_answer(
         evidence, shape.sentences, shape.ratio, same_passage=shape.same_passage, target_words=target
     )
@@ -171,7 +171,9 @@ def with_gap(text: str, state: State, env: NodeEnv) -> tuple[str, str]:
     missing = state.get("missing", [])
     if env.context.triage.partial_coverage <= 0 or covered >= env.context.triage.partial_coverage or not missing:
         return text, "answer"
-    gap = answer_prompts.PARTIAL.format(missing=", ".join(f"'{w}'" for w in missing[: TRIAGE.partial_missing_named]))
+    gap = answer_prompts.PARTIAL.format(
+        missing=", ".join(f"'{w}'" for w in missing[: env.context.triage.partial_missing_named])
+    )
     return f"{text} {gap}", "partial"
 
 
@@ -184,7 +186,7 @@ def extracted(
     evidence = answerable_evidence(
         evidence, passages
     )  # a flagged sentence never answers alone (tools/signals/injection.py)
-    text, helpful = extracted_sentences(evidence, context.answer_length, state.get("history", []))
+    text, helpful = extracted_sentences(evidence, context.evidence, context.answer_length, state.get("history", []))
     text = trim_code_blocks(text, [question_of(state), text], context.evidence.max_code_lines)
     if not text:
         env.stats.notes.append("no passage sentence to answer with")

@@ -3,9 +3,13 @@
 A pydantic model, so LangGraph renders its JSON schema (descriptions, ranges, choices) as Studio's form and
 validates what a client sends. What a user changes is a top-level field (`chat_model`, `collection`, `top_n`,
 `answer_style`, the `use_*` switches, ...); the expert settings sit in groups by stage (`models`, `budgets`,
-`retrieval`, `index`, `triage`, `evidence`, `groundedness`, `refinement`, `prompts`), each with one name:
-`context.triage.judge_answer_threshold`. Their defaults are the measured values of tools/tuning/. The groups are
-declared in context_groups.py and read through context_base.py; every name is importable from here.
+`retrieval`, `index`, `triage`, `evidence`, `groundedness`, `refinement`, `citations`, `prompts`), each with one
+name: `context.triage.judge_answer_threshold`. A tuned field is generated from its one declaration in tools/tuning/
+(default and description; `retrieval` and `index` are those declarations' own dataclasses). The groups are declared
+in context_groups.py and read through context_base.py; every name is importable from here. Nodes read every setting
+from here, never from tools/tuning/.
+- Who sets it: a field whose schema says `"user_settable": false` is one a user should not normally change (a reply
+  schema's limit, a prompt's window); it is in the context so that every value a node uses is the run's.
 
 - Given: `Context(top_n=5, triage={"judge_answer_threshold": 0.8})` (a group's mapping sets the fields it names,
   the others keep their defaults), or with dotted keys: `Context(**{"triage.judge_answer_threshold": 0.8})`.
@@ -35,6 +39,7 @@ from reground.nodes.context_base import (
     Group,
     check_collection,
     check_prompt,
+    tuned,
 )
 from reground.nodes.context_groups import (
     DEFAULT_GROUNDEDNESS_THRESHOLD,
@@ -43,6 +48,7 @@ from reground.nodes.context_groups import (
     MAX_READINGS,
     AtLeastOne,
     Budgets,
+    CitationSettings,
     EvidenceSettings,
     GroundednessSettings,
     ModelSettings,
@@ -50,11 +56,10 @@ from reground.nodes.context_groups import (
     RefinementSettings,
     TriageSettings,
 )
-from reground.tools.retrieval.search import RetrievalSettings
 from reground.tools.services import Role
 from reground.tools.signals.reading import EvidenceWeights
-from reground.tools.stores.search_index import IndexSettings
-from reground.tools.tuning.stores import INGEST
+from reground.tools.tuning.retrieval import RetrievalSettings
+from reground.tools.tuning.stores import INGEST, IndexSettings
 from reground.tools.tuning.turn import BUDGETS, TRIAGE
 
 # Where users and the rest of the package import them from: every name the context module held before its split.
@@ -70,6 +75,7 @@ __all__ = [
     "AnswerLength",
     "AnswerStyle",
     "Budgets",
+    "CitationSettings",
     "CollectionName",
     "Context",
     "ContextError",
@@ -98,7 +104,7 @@ def _group_field(group: type[Group], description: str) -> Any:
 
 class Context(EnvSettings):
     """Settings of one reground run: what a user changes at the top, the expert settings in groups by stage.
-    Defaults are the measured, recommended values (tools/tuning/)."""
+    Tuned defaults and their descriptions are declared once, in tools/tuning/."""
 
     # --- models and the document store -----------------------------------------------------
     chat_model: str = Field(
@@ -157,7 +163,7 @@ class Context(EnvSettings):
             "order)."
         ),
     )
-    top_n: AtLeastOne = Field(default=BUDGETS.top_n, description="Paragraphs kept after rerank (ConvRAG n = 3).")
+    top_n: AtLeastOne = tuned(BUDGETS, "top_n")
     use_clarify: bool = Field(
         default=True,
         description=(
@@ -184,13 +190,12 @@ class Context(EnvSettings):
     answer_length: AnswerLength = Field(
         default="conversation",
         description=(
-            "How long an extracted reply is. 'conversation': about as long as the assistant's replies so far (their "
-            "median words), from the best passage's sentences scoring at least half as well as the best (at most 6); "
-            "a first turn is answered as 'sentence'. A conversation sets its own register (doc2dial's agents reply "
+            "How long an extracted reply is (each length's shape: evidence.answer_lengths). 'conversation': about "
+            "as long as the assistant's replies so far (their median words), from the best passage's sentences; a "
+            "first turn is answered as 'sentence'. A conversation sets its own register (doc2dial's agents reply "
             "far shorter than MTRAG-UN's); where reground wrote the earlier replies it stays near 'sentence'. "
-            "'sentence': the best sentence, plus the next-best one of the same passage when it scores at least 90% "
-            "as well, in reading order. 'paragraph': up to 3 sentences of the passages that score at least half as "
-            "well as the best."
+            "'sentence': the best sentence, plus the next-best one of the same passage when it scores nearly as "
+            "well, in reading order. 'paragraph': a few sentences of any passage scoring well against the best."
         ),
     )
     escalation: str = Field(
@@ -202,10 +207,7 @@ class Context(EnvSettings):
     )
     use_reground: bool = Field(default=True, description="Enable the re-grounding loop.")
     use_principle_refinement: bool = Field(default=True, description="Enable the ProMiSe refinement loop.")
-    recursion_limit: AtLeastOne = Field(
-        default=BUDGETS.recursion_limit,
-        description="LangGraph recursion limit of a turn (the loops' own caps are far below it).",
-    )
+    recursion_limit: AtLeastOne = tuned(BUDGETS, "recursion_limit")
     review_mode: Literal["off", "failed", "all"] = Field(
         default="off",
         description="Pause for a human before finalizing: 'off', only 'failed' answers, or 'all'.",
@@ -221,13 +223,14 @@ class Context(EnvSettings):
     )
     retrieval: RetrievalSettings = Field(
         default_factory=RetrievalSettings,
-        description="Retrieval weights and fusion (tools/retrieval/search.py RetrievalSettings, tuned on doc2dial).",
+        description="Retrieval weights and fusion (tools/tuning/retrieval.py RetrievalSettings, tuned on doc2dial).",
     )
     index: IndexSettings = Field(
         default_factory=IndexSettings,
         description=(
-            "How dense search runs (search_index.IndexSettings): 'exact' in memory, Chroma's 'hnsw', or "
-            "'auto' (HNSW from 50,000 chunks, where exact scoring stops paying: evals/results/bench.json, scale)."
+            "How dense search runs (tools/tuning/stores.py IndexSettings): 'exact' in memory, Chroma's 'hnsw', or "
+            "'auto' (HNSW from `ann_min_chunks` live chunks on, where exact scoring stops paying: "
+            "evals/results/bench.json, scale)."
         ),
     )
     triage: TriageSettings = _group_field(
@@ -241,6 +244,9 @@ class Context(EnvSettings):
     )
     refinement: RefinementSettings = _group_field(
         RefinementSettings, "When a follow-up is rewritten; ProMiSe's thresholds, weights and loop cap."
+    )
+    citations: CitationSettings = _group_field(
+        CitationSettings, "Which passages a reply cites (their share of its words) and how long a quote is."
     )
     prompts: PromptSettings = _group_field(PromptSettings, "The prompts, checked for their placeholders.")
 
@@ -326,11 +332,7 @@ class IngestContext(EnvSettings):
     data_dir: str = _conversation_field("data_dir")
     chroma_url: str = _conversation_field("chroma_url")
     store: str = _conversation_field("store")
-    max_tokens: int = Field(
-        default=INGEST.chunk_tokens,
-        ge=16,
-        description="Maximum tokens per chunk (chunks follow headings and paragraphs).",
-    )
+    max_tokens: int = tuned(INGEST, "chunk_tokens", ge=INGEST.min_chunk_tokens)
     embedding_model: str = Field(
         default=_CONVERSATION["embedding_model"].default,
         description="Embedding spec; must match the one the conversation graph reads the collection with.",

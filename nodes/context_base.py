@@ -1,7 +1,8 @@
 """How the run's settings read their values: a field not given falls back to REGROUND_<FIELD> (a group's to
 REGROUND_<GROUP>__<FIELD>), dotted keys ('triage.judge_answer_threshold') reach a group's field, `with_()` changes a
 copy, and a bad value is one ContextError line naming the field; with the checks a prompt's placeholders and a
-collection's name pass when a context is built. The groups are in context_groups.py, the Context in context.py."""
+collection's name pass when a context is built; `tuned` makes a field of a value declared in tools/tuning/. The groups
+are in context_groups.py, the Context in context.py."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import json
 import os
 import string
 from collections.abc import Mapping
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, fields, is_dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self, get_origin
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from reground.tools.errors import InputError
+from reground.tools.tuning.declared import DESCRIPTION, USER_SETTABLE
 
 ENV_PREFIX = "REGROUND_"
 GROUP_SEPARATOR = "__"  # REGROUND_<GROUP>__<FIELD>
@@ -29,6 +31,31 @@ PROMPT_PLACEHOLDERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 }
 # System prompts sent as written (never formatted): a {name} in them would reach the model unfilled.
 VERBATIM_PROMPTS = ("refine_question_prompt", "keywords_prompt")
+
+
+def tuned(values: object, name: str, *, optional: bool = False, **constraints: Any) -> Any:
+    """The field of a setting declared in tools/tuning/ (`values` its frozen group, e.g. TRIAGE): its default and
+    description are that declaration's. `optional`: the default is None (the run then reads a calibrated value, else
+    the declared one, shown as the schema's `fallback`). A value marked `user_settable=False` there carries
+    `"user_settable": false` in the schema. `constraints` are the field's bounds."""
+    declared = next(f for f in fields(values) if f.name == name)  # type: ignore[arg-type]
+    value = getattr(values, name)
+    extra: dict[str, Any] = dict(constraints.pop("json_schema_extra", {}))
+    if not declared.metadata[USER_SETTABLE]:
+        extra[USER_SETTABLE] = False
+    if optional:
+        extra["fallback"] = value
+        return Field(default=None, description=declared.metadata[DESCRIPTION], json_schema_extra=extra, **constraints)
+    if isinstance(value, Mapping):
+        return Field(
+            default_factory=lambda: dict(value),
+            description=declared.metadata[DESCRIPTION],
+            json_schema_extra=extra or None,
+            **constraints,
+        )
+    return Field(
+        default=value, description=declared.metadata[DESCRIPTION], json_schema_extra=extra or None, **constraints
+    )
 
 
 class ContextError(InputError):

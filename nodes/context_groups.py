@@ -1,5 +1,6 @@
-"""The expert settings of a run, one group per stage (`context.triage`, `context.evidence`, ...): each field's
-default is its measured value in tools/tuning/, its description what Studio's form shows, its bounds the type."""
+"""The expert settings of a run, one group per stage (`context.triage`, `context.evidence`, ...): a tuned field is
+generated from its one declaration in tools/tuning/ (`tuned`: default and description), its bounds are the type's.
+A field marked `"user_settable": false` in the schema is one a user should not normally change."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from reground.nodes.context_base import (
     check_prompt,
     group_named,
     in_order,
+    tuned,
 )
 from reground.prompts import answer as answer_prompts
 from reground.prompts import groundedness as groundedness_prompts
@@ -22,10 +24,9 @@ from reground.prompts import refine as refine_prompts
 from reground.prompts import refine_question as refine_question_prompts
 from reground.prompts import rerank as rerank_prompts
 from reground.tools.tuning.models import CHAT
-from reground.tools.tuning.turn import BUDGETS, EVIDENCE, GROUNDEDNESS, REFINEMENT, TRIAGE
+from reground.tools.tuning.turn import BUDGETS, CITATIONS, EVIDENCE, GROUNDEDNESS, REFINEMENT, TRIAGE, ExtractLength
 
-# The values in force until `reground eval calibrate` measures the user's own (tools/tuning/turn.py says how these
-# were measured).
+# The values in force until `reground eval calibrate` measures the user's own.
 DEFAULT_GROUNDEDNESS_THRESHOLD = GROUNDEDNESS.threshold
 DEFAULT_GROUNDEDNESS_WEIGHTS: Mapping[str, float] = GROUNDEDNESS.weights
 DEFAULT_SUPPORT_THRESHOLD = TRIAGE.support_threshold
@@ -43,6 +44,7 @@ Temperature = Annotated[float, Field(ge=0.0, le=2.0)]
 Count = Annotated[int, Field(ge=0)]  # 0 = none (no history, no retry, no evidence)
 AtLeastOne = Annotated[int, Field(ge=1)]
 ReplyTokens = Annotated[int, Field(ge=8)]  # the token cap of a short reply: a rewrite, keywords, a verdict
+SupportScore = Annotated[float, Field(ge=0.0, le=TRIAGE.support_score_max)]  # an evidence score (triage)
 
 
 @group_named("models")
@@ -59,142 +61,59 @@ class ModelSettings(Group):
         default="", description="Model spec for rerank and groundedness judging; empty = chat_model."
     )
     rerank_url: str = Field(default="", description="URL of a /rerank endpoint (Cohere/TEI/Jina style).")
-    temperature: Temperature = Field(
-        default=CHAT.temperature, description="Sampling temperature of the first answer sample."
-    )
-    sample_temperature: Temperature = Field(
-        default=CHAT.sample_temperature,
-        description="Sampling temperature of the answer samples after the first (ProMiSe best-of-N).",
-    )
-    n_samples: AtLeastOne = Field(default=CHAT.n_samples, description="Initial answer samples N (ProMiSe best-of-N).")
-    llm_timeout_s: float = Field(default=CHAT.timeout_s, gt=0.0, description="Timeout of one LLM call, seconds.")
-    max_answer_tokens: AtLeastOne = Field(default=CHAT.max_answer_tokens, description="Token cap of one answer.")
-    rewrite_max_tokens: ReplyTokens = Field(
-        default=CHAT.rewrite_max_tokens, description="Token cap of a rewritten question (refine_question, re_ground)."
-    )
-    keywords_max_tokens: ReplyTokens = Field(
-        default=CHAT.keywords_max_tokens, description="Token cap of the LLM keyword reply."
-    )
-    judge_max_tokens: ReplyTokens = Field(
-        default=CHAT.judge_max_tokens, description="Token cap of the groundedness judge's reply."
-    )
+    temperature: Temperature = tuned(CHAT, "temperature")
+    sample_temperature: Temperature = tuned(CHAT, "sample_temperature")
+    n_samples: AtLeastOne = tuned(CHAT, "n_samples")
+    llm_timeout_s: float = tuned(CHAT, "timeout_s", gt=0.0)
+    max_answer_tokens: AtLeastOne = tuned(CHAT, "max_answer_tokens")
+    rewrite_max_tokens: ReplyTokens = tuned(CHAT, "rewrite_max_tokens")
+    keywords_max_tokens: ReplyTokens = tuned(CHAT, "keywords_max_tokens")
+    judge_max_tokens: ReplyTokens = tuned(CHAT, "judge_max_tokens")
+    answer_json_overhead_tokens: Count = tuned(CHAT, "answer_json_overhead_tokens")
+    rerank_tokens_per_passage: AtLeastOne = tuned(CHAT, "rerank_tokens_per_passage")
+    rerank_reply_frame_tokens: Count = tuned(CHAT, "rerank_reply_frame_tokens")
+    rerank_max_score: float = tuned(CHAT, "rerank_max_score", gt=0.0)
+    max_keywords: AtLeastOne = tuned(CHAT, "max_keywords")
+    keyword_max_chars: AtLeastOne = tuned(CHAT, "keyword_max_chars")
 
 
 @group_named("budgets")
 class Budgets(Group):
     """How much of the dialogue, the question and the store a turn reads and keeps."""
 
-    history_token_budget: Count = Field(
-        default=BUDGETS.history_token_budget,
-        description="Dialogue history (tokens) added to the retrieval query (DH_tokens).",
-    )
-    history_token_cap: AtLeastOne = Field(
-        default=BUDGETS.history_token_cap,
-        description="What any prompt of a turn carries of the dialogue at most (tokens); older turns are cut.",
-    )
-    question_token_budget: AtLeastOne = Field(
-        default=BUDGETS.question_token_budget,
-        description="Longer questions are cut to this many tokens (noted in the trace).",
-    )
-    doc_candidates: AtLeastOne = Field(
-        default=BUDGETS.doc_candidates, description="Documents kept by document-level hybrid search."
-    )
+    history_token_budget: Count = tuned(BUDGETS, "history_token_budget")
+    history_token_cap: AtLeastOne = tuned(BUDGETS, "history_token_cap")
+    question_token_budget: AtLeastOne = tuned(BUDGETS, "question_token_budget")
+    doc_candidates: AtLeastOne = tuned(BUDGETS, "doc_candidates")
     use_paragraph_scoring: bool = Field(
         default=True,
         description="Score paragraphs by cos(q', p) + sum of cos(keyword, p) (ConvRAG fine-grained retrieval).",
     )
-    paragraph_candidates: AtLeastOne = Field(
-        default=BUDGETS.paragraph_candidates, description="Paragraphs kept by paragraph-level scoring, before rerank."
-    )
+    paragraph_candidates: AtLeastOne = tuned(BUDGETS, "paragraph_candidates")
+    min_cut_turn_tokens: Count = tuned(BUDGETS, "min_cut_turn_tokens")
+    rewrite_history_messages: Count = tuned(BUDGETS, "rewrite_history_messages")
+    keyword_history_messages: Count = tuned(BUDGETS, "keyword_history_messages")
+    keyword_recent_messages: Count = tuned(BUDGETS, "keyword_recent_messages")
+    forced_history_factor: AtLeastOne = tuned(BUDGETS, "forced_history_factor")
 
 
 @group_named("triage")
 class TriageSettings(Group):
     """Ask back, abstain, hedge or answer: the support and judge thresholds, asking back, partial answers."""
 
-    support_threshold: Annotated[float, Field(ge=0.0, le=3.0)] | None = Field(
-        default=None,
-        description=(
-            "Abstain when the best passage sentence matches the question less than this (its evidence score: word "
-            "overlap + MiniLM cosine); after at most `abstain_reground_attempts` re-retrievals the turn says the "
-            "documents do not cover it; 0 = never abstain early. Empty: the value `reground eval calibrate` wrote "
-            "to <data_dir>/calibration.json (its entry for this collection when calibrated with --for-collection), "
-            f"else {DEFAULT_SUPPORT_THRESHOLD} (calibrated on MTRAG-UN and doc2dial dev, evals/README.md)."
-        ),
+    support_threshold: SupportScore | None = tuned(TRIAGE, "support_threshold", optional=True)
+    abstain_reground_attempts: Count = tuned(TRIAGE, "abstain_reground_attempts")
+    clarify_min_readings: int = tuned(TRIAGE, "clarify_min_readings", ge=2, json_schema_extra={"maximum": MAX_READINGS})
+    doc_readings_offered: int = tuned(TRIAGE, "doc_readings_offered", ge=2)
+    clarify_min_readings_opening: int = tuned(
+        TRIAGE, "clarify_min_readings_opening", ge=2, json_schema_extra={"maximum": MAX_READINGS}
     )
-    abstain_reground_attempts: Count = Field(
-        default=TRIAGE.abstain_reground_attempts,
-        description="Re-retrievals tried before abstaining on a question nothing covers (each with another query).",
-    )
-    clarify_min_readings: int = Field(
-        default=TRIAGE.clarify_min_readings,
-        ge=2,
-        json_schema_extra={"maximum": MAX_READINGS},
-        description=(
-            f"Documents (distinct titles) that must fit an ambiguous reference before the turn asks back "
-            f"(2 to {MAX_READINGS}: triage finds at most {MAX_READINGS} readings)."
-        ),
-    )
-    doc_readings_offered: int = Field(
-        default=TRIAGE.doc_readings_offered,
-        ge=2,
-        description=(
-            "On documentation with code, the pages a clarifying question names at most (those whose best answer "
-            "unit fits about as well as the best one's, closest first)."
-        ),
-    )
-    clarify_min_readings_opening: int = Field(
-        default=TRIAGE.clarify_min_readings_opening,
-        ge=2,
-        json_schema_extra={"maximum": MAX_READINGS},
-        description=(
-            "The same count for a question that opens the conversation (at most one exchange before it), where "
-            "nothing said yet can have named what 'the actor' is. 2 suits collections of many similar entities "
-            "(on MTRAG-UN dev it asks back on more underspecified tasks, no new false one) but asks back more on "
-            "single-topic pages (doc2dial dev's answerable turns); evals/README.md, 'Asking back'."
-        ),
-    )
-    learned_ask_back: bool = Field(
-        default=TRIAGE.learned_ask_back,
-        description=(
-            "With the judge: also ask back when the ask-back model trained on MTRAG-UN dev's underspecified tasks "
-            "finds the question too underspecified (its out-of-fold rates: evals/results/judge/ask_back.json), "
-            "naming the documents the judge reads as answering it (two at least). "
-            "Off: the readings rules alone."
-        ),
-    )
-    reading_ratio: float = Field(
-        default=TRIAGE.reading_ratio,
-        gt=0.0,
-        le=1.0,
-        description=(
-            "A document counts as a reading when its retrieval score is at least this share of the best one. "
-            "A higher share asks back on fewer doc2dial dev turns, on the same underspecified MTRAG-UN dev tasks "
-            "(evals/README.md, 'Asking back')."
-        ),
-    )
-    partial_coverage: Share = Field(
-        default=TRIAGE.partial_coverage,
-        description=(
-            "When the passages hold less than this share of the question's content words, the answer says which "
-            "ones the documents do not mention (a partial answer); 0 = never."
-        ),
-    )
-    judge_answer_threshold: Share = Field(
-        default=TRIAGE.judge_answer_threshold,
-        description=(
-            "With the judge: answer confidently when its answerability is at least this; between the hedge "
-            "threshold and this, the reply says the documents do not say it exactly and quotes the closest passage."
-        ),
-    )
-    judge_hedge_threshold: Share = Field(
-        default=TRIAGE.judge_hedge_threshold,
-        description=(
-            "With the judge: abstain (after the re-retrieval) when its answerability is below this. Both thresholds "
-            "are calibrated out of fold on MTRAG-UN dev: at most 3% of answerable tasks abstain, at most 20% of "
-            "unanswerable ones are answered confidently (evals/results/judge/summary.json)."
-        ),
-    )
+    learned_ask_back: bool = tuned(TRIAGE, "learned_ask_back")
+    reading_ratio: float = tuned(TRIAGE, "reading_ratio", gt=0.0, le=1.0)
+    partial_coverage: Share = tuned(TRIAGE, "partial_coverage")
+    partial_missing_named: AtLeastOne = tuned(TRIAGE, "partial_missing_named")
+    judge_answer_threshold: Share = tuned(TRIAGE, "judge_answer_threshold")
+    judge_hedge_threshold: Share = tuned(TRIAGE, "judge_hedge_threshold")
 
     @field_validator("clarify_min_readings", "clarify_min_readings_opening", mode="after")
     @classmethod
@@ -216,76 +135,17 @@ class TriageSettings(Group):
 class EvidenceSettings(Group):
     """How passage sentences rank as evidence, what the answer is shown and cut to, and which passages help."""
 
-    dense_weight: float = Field(
-        default=EVIDENCE.dense_weight,
-        description=(
-            "Weight of the question's MiniLM cosine beside its word overlap when passage sentences are ranked as "
-            "evidence (the answer's hint, the relevance anchor and the extractive refinement)."
-        ),
-    )
-    dialogue_weight: float = Field(
-        default=EVIDENCE.dialogue_weight,
-        ge=0.0,
-        description=(
-            "Weight of a follow-up's MiniLM cosine with the question read in its dialogue, beside its own, when "
-            "passage sentences are ranked as evidence (only for a follow-up that depends on the dialogue). On "
-            "doc2dial dev it lifts the graph's LLM-free reply token F1 on those follow-ups (evals/README.md)."
-        ),
-    )
-    continuity_weight: float = Field(
-        default=EVIDENCE.continuity_weight,
-        ge=0.0,
-        description=(
-            "Weight of continuity when a follow-up's passage sentences are ranked as evidence: a sentence right "
-            "after the one the previous reply came from (same document and section) gains this much, fading over "
-            f"the next {EVIDENCE.continuity_window} sentences (only after a reply of at most "
-            f"{EVIDENCE.continuity_max_reply_sentences} sentences). On doc2dial dev it lifts the graph's LLM-free "
-            "reply token F1 (evals/README.md lists the weights and windows measured)."
-        ),
-    )
-    judge_rank_weight: float = Field(
-        default=EVIDENCE.judge_rank_weight,
-        ge=0.0,
-        description=(
-            "With the judge: evidence sentences rank by their hand-made score plus this x the judge's probability "
-            "that they answer: on the doc2dial dialogues the judge never saw it ranks answer sentences above the "
-            "hand-made score alone (evals/results/judge/summary.json)."
-        ),
-    )
-    reader_weight: float = Field(
-        default=EVIDENCE.reader_weight,
-        ge=0.0,
-        description=(
-            "With the judge: weight of the reader (a MiniLM cross-encoder trained here that reads the question and "
-            "each sentence together) beside the judge's score; 0 turns it off and saves its cost "
-            "(evals/results/judge/cost.json), at some held-out answer-sentence MRR (evals/results/judge/summary.json)."
-        ),
-    )
-    unit_ranking: Literal["auto", "on", "off"] = Field(
-        default=EVIDENCE.unit_ranking,
-        description=(
-            "Which ranks a turn's answer units and reranks its passages: the unit ranker trained on documentation "
-            "with code (tools/signals/units.py) or the judge and the hand-made score. 'auto': the unit ranker when "
-            "the candidates hold a fenced code block; 'on': always; 'off': never."
-        ),
-    )
-    answer_evidence: Count = Field(
-        default=EVIDENCE.answer_evidence,
-        description=(
-            "Passage sentences closest to the question (LLM-free) shown to the answer call as evidence; 0 = none."
-        ),
-    )
-    max_answer_sentences: AtLeastOne = Field(
-        default=EVIDENCE.max_answer_sentences,
-        description="Answers are cut to this many sentences (dialogue replies are short; the rules say 1-3).",
-    )
-    max_code_lines: AtLeastOne = Field(
-        default=EVIDENCE.max_code_lines,
-        description=(
-            "A code block in an extracted reply longer than this many lines is cut to the lines that carry what the "
-            "question and the reply's sentence name, each cut marked with a '...' line."
-        ),
-    )
+    dense_weight: float = tuned(EVIDENCE, "dense_weight")
+    dialogue_weight: float = tuned(EVIDENCE, "dialogue_weight", ge=0.0)
+    continuity_weight: float = tuned(EVIDENCE, "continuity_weight", ge=0.0)
+    judge_rank_weight: float = tuned(EVIDENCE, "judge_rank_weight", ge=0.0)
+    reader_weight: float = tuned(EVIDENCE, "reader_weight", ge=0.0)
+    unit_ranking: Literal["auto", "on", "off"] = tuned(EVIDENCE, "unit_ranking")
+    unit_reply_units: AtLeastOne = tuned(EVIDENCE, "unit_reply_units")
+    answer_evidence: Count = tuned(EVIDENCE, "answer_evidence")
+    max_answer_sentences: AtLeastOne = tuned(EVIDENCE, "max_answer_sentences")
+    answer_lengths: dict[str, ExtractLength] = tuned(EVIDENCE, "answer_lengths")
+    max_code_lines: AtLeastOne = tuned(EVIDENCE, "max_code_lines")
     use_self_check: bool = Field(
         default=False,
         description=(
@@ -299,44 +159,26 @@ class EvidenceSettings(Group):
         "(one call each; off: the 0.5B default flags most of them, evals/results/injection/model_check.json).",
     )
 
+    @field_validator("answer_lengths", mode="after")
+    @classmethod
+    def _every_length_has_a_shape(cls, value: dict[str, ExtractLength]) -> dict[str, ExtractLength]:
+        # Lengths left out keep their declared shape, so a user can change one.
+        return {**EVIDENCE.answer_lengths, **value}
+
 
 @group_named("groundedness")
 class GroundednessSettings(Group):
     """When an answer counts as grounded, and how often the turn re-grounds it."""
 
-    threshold: Share | None = Field(
-        default=None,
-        description=(
-            "Answers scoring below this are re-grounded. Empty: the value `reground eval calibrate` wrote to "
-            f"<data_dir>/calibration.json, else {DEFAULT_GROUNDEDNESS_THRESHOLD}."
-        ),
-    )
-    weights: dict[str, float] = Field(
-        default_factory=lambda: dict(DEFAULT_GROUNDEDNESS_WEIGHTS),
-        description="Weights of the groundedness signals (renormalised over those available).",
-    )
+    threshold: Share | None = tuned(GROUNDEDNESS, "threshold", optional=True)
+    weights: dict[str, float] = tuned(GROUNDEDNESS, "weights")
     use_llm_groundedness_judge: bool = Field(
         default=True, description="Include the LLM judge in the groundedness score."
     )
-    support_low: Cosine = Field(
-        default=GROUNDEDNESS.support_low,
-        description="Embedding support: an answer sentence whose best passage cosine is below this counts 0.",
-    )
-    support_high: Cosine = Field(
-        default=GROUNDEDNESS.support_high,
-        description="Embedding support: a best passage cosine above this counts 1 (restated); linear between.",
-    )
-    llm_judge_band: Share = Field(
-        default=GROUNDEDNESS.llm_judge_band,
-        description=(
-            "The LLM judge runs only when the cheap signals' score is within this distance of the threshold "
-            "(where it can change the verdict); 1 = on every answer."
-        ),
-    )
-    max_reground_attempts: Count = Field(
-        default=GROUNDEDNESS.max_reground_attempts,
-        description="Re-retrievals after an ungrounded answer (ReGround loop cap).",
-    )
+    support_low: Cosine = tuned(GROUNDEDNESS, "support_low")
+    support_high: Cosine = tuned(GROUNDEDNESS, "support_high")
+    llm_judge_band: Share = tuned(GROUNDEDNESS, "llm_judge_band")
+    max_reground_attempts: Count = tuned(GROUNDEDNESS, "max_reground_attempts")
     check_sensitive_requests: bool = Field(
         default=True,
         description=(
@@ -369,31 +211,13 @@ class GroundednessSettings(Group):
 class RefinementSettings(Group):
     """The two refine nodes: when a follow-up is rewritten, and ProMiSe's refinement of a written answer."""
 
-    rewrite_below_margin: Share = Field(
-        default=REFINEMENT.rewrite_below_margin,
-        description=(
-            "Rewrite a follow-up (one LLM call) only when the history-aware document ranking's top document "
-            "leads the second by less than this share of its score; 0 = never rewrite, 1 = always."
-        ),
-    )
-    max_refine_iterations: Count = Field(
-        default=REFINEMENT.max_refine_iterations,
-        description="Principle-wise refinement iterations J (ProMiSe loop cap).",
-    )
-    specificity_threshold: float = Field(
-        default=REFINEMENT.specificity_threshold,
-        description="Sufficiency: ROUGE-1 recall of the answer vs the passages.",
-    )
-    faithfulness_threshold: float = Field(
-        default=REFINEMENT.faithfulness_threshold, description="Sufficiency: ROUGE-L of the answer vs the passages."
-    )
-    relevance_threshold: float = Field(
-        default=REFINEMENT.relevance_threshold,
-        description=(
-            "Sufficiency of relevance: token F1 of the answer against the passage sentences closest to the "
-            "question (0 when it repeats the previous reply). Below it the answer is refined on relevance."
-        ),
-    )
+    rewrite_below_margin: Share = tuned(REFINEMENT, "rewrite_below_margin")
+    min_grounded_word_share: Share = tuned(REFINEMENT, "min_grounded_word_share")
+    rewrite_max_chars: AtLeastOne = tuned(REFINEMENT, "rewrite_max_chars")
+    max_refine_iterations: Count = tuned(REFINEMENT, "max_refine_iterations")
+    specificity_threshold: float = tuned(REFINEMENT, "specificity_threshold")
+    faithfulness_threshold: float = tuned(REFINEMENT, "faithfulness_threshold")
+    relevance_threshold: float = tuned(REFINEMENT, "relevance_threshold")
     relevance_refinement: Literal["extractive", "llm"] = Field(
         default="extractive",
         description=(
@@ -405,10 +229,7 @@ class RefinementSettings(Group):
         default_factory=lambda: dict.fromkeys(get_args(Principle), 1.0),
         description="Weights w of the proxy metrics in the improvement test.",
     )
-    improvement_lambda: float = Field(
-        default=REFINEMENT.improvement_lambda,
-        description="A refined answer replaces the old one only if its weighted improvement exceeds this.",
-    )
+    improvement_lambda: float = tuned(REFINEMENT, "improvement_lambda")
     quote_when_unchecked: bool = Field(
         default=True,
         description=(
@@ -417,6 +238,16 @@ class RefinementSettings(Group):
             "replaced by the extracted reply (the passages' own sentences) instead of an abstention."
         ),
     )
+
+
+@group_named("citations")
+class CitationSettings(Group):
+    """What a finished turn cites, and how long a citation's quote is."""
+
+    max_quote_chars: AtLeastOne = tuned(CITATIONS, "max_quote_chars")
+    min_share: Share = tuned(CITATIONS, "min_share")
+    of_best: Share = tuned(CITATIONS, "of_best")
+    min_quoted_words: AtLeastOne = tuned(CITATIONS, "min_quoted_words")
 
 
 @group_named("prompts")

@@ -8,7 +8,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 from reground.nodes.common import NodeEnv
-from reground.nodes.context import Context
+from reground.nodes.context import CitationSettings, Context
 from reground.nodes.state import Citation, Draft, State, TurnResult
 from reground.prompts import answer as answer_prompts
 from reground.tools.signals.conflicts import conflict_records, conflict_reply, find_conflicts
@@ -19,7 +19,6 @@ from reground.tools.signals.sensitive import Trust, caution_notice, reply_cautio
 from reground.tools.stores.trusted_domains import settings_dir, trusted_domains
 from reground.tools.text.lexical import lexical_tokens
 from reground.tools.text.sentences import CITATION, sentence_spans, split_unit, strip_citations, text_sentences
-from reground.tools.tuning.turn import CITATIONS
 from reground.tools.types import Passage
 
 
@@ -82,17 +81,14 @@ def reply_kind(draft: Draft | None, passed: bool) -> str:
     return draft["kind"] if draft["kind"] in ("partial", "clarify", "hedge") else "answer"
 
 
-MAX_QUOTE_CHARS = CITATIONS.max_quote_chars
-
-
-def best_quote(passage: Passage, answer: str) -> str:
+def best_quote(passage: Passage, answer: str, max_chars: int) -> str:
     """What the citation vouches for: per sentence of the answer, the passage sentence sharing most words with it
     (at least half of them); the passage's text from the first of them to the last (a two-sentence answer quotes
-    both, not only the longer one), or the best one alone if that stretch is long."""
+    both, not only the longer one), or the best one alone if that stretch is longer than `max_chars`."""
     text = passage["text"]
     spans = sentence_spans(text)
     if not spans:
-        return text[:MAX_QUOTE_CHARS]
+        return text[:max_chars]
     picked: list[tuple[int, int, str]] = []
     for part in text_sentences(strip_citations(answer)) or [answer]:
         tokens = set(squad_tokens(part))
@@ -101,41 +97,48 @@ def best_quote(passage: Passage, answer: str) -> str:
         if 2 * len(tokens & set(squad_tokens(best[2]))) >= len(tokens) > 0 and best not in picked:
             picked.append(best)
     start, end = (min(span[0] for span in picked), max(span[1] for span in picked)) if picked else (0, len(text))
-    if end - start > MAX_QUOTE_CHARS or not picked:
+    if end - start > max_chars or not picked:
         # A long stretch, or an answer that restates no sentence closely (a written paraphrase): the one sentence
         # sharing most words with the whole answer.
         whole = set(squad_tokens(answer))
         start, end, _ = max(picked or spans, key=lambda span: len(whole & set(squad_tokens(span[2]))))
-    return text[start:end].strip()[:MAX_QUOTE_CHARS]
+    return text[start:end].strip()[:max_chars]
 
 
-def supporting_passages(answer: str, passages: Sequence[Passage], min_share: float = CITATIONS.min_share) -> list[int]:
-    """Passages holding at least `min_share` of the answer's content words and close to the best one's share,
+def supporting_passages(answer: str, passages: Sequence[Passage], settings: CitationSettings) -> list[int]:
+    """Passages holding at least `min_share` of the answer's content words and `of_best` of the best one's share,
     best first: the passages a citation can vouch for (a passage on another topic shares only common words)."""
     words = set(lexical_tokens(answer))
     if not words:
         return []
     shares = [(len(words & set(lexical_tokens(p["text"]))) / len(words), n) for n, p in enumerate(passages, start=1)]
     best = max(share for share, _ in shares)
-    return [n for share, n in sorted(shares, key=lambda x: -x[0]) if share >= max(min_share, CITATIONS.of_best * best)]
+    return [
+        n
+        for share, n in sorted(shares, key=lambda x: -x[0])
+        if share >= max(settings.min_share, settings.of_best * best)
+    ]
 
 
-def quoting_passages(answer: str, passages: Sequence[Passage]) -> list[int]:
-    """The passages holding a unit's sentence of the answer word for word (whitespace aside)."""
+def quoting_passages(answer: str, passages: Sequence[Passage], min_words: int) -> list[int]:
+    """The passages holding a unit's sentence of at least `min_words` words of the answer word for word (whitespace
+    aside)."""
     leads = [" ".join(split_unit(unit)[0].split()) for unit in text_sentences(strip_citations(answer))]
-    leads = [lead for lead in leads if len(lead.split()) >= CITATIONS.min_quoted_words]
+    leads = [lead for lead in leads if len(lead.split()) >= min_words]
     bodies = [" ".join(p["text"].split()) for p in passages]
     return [n for n, body in enumerate(bodies, start=1) if any(lead in body for lead in leads)]
 
 
-def citations_for(answer: str, passages: Sequence[Passage], helpful: Sequence[int]) -> list[Citation]:
+def citations_for(
+    answer: str, passages: Sequence[Passage], helpful: Sequence[int], settings: CitationSettings
+) -> list[Citation]:
     """What the answer cites: its [n] markers, the helpful passages or all passages, each kept only if it
     holds the answer's content; a marker or verdict on an unrelated passage is dropped."""
-    supporting = supporting_passages(answer, passages)
+    supporting = supporting_passages(answer, passages, settings)
     # A passage that holds one of the answer's units word for word supports it, whatever its share of the answer's
     # words: an extracted reply of two units (a sentence and its code from one page, a sentence from another)
     # cites both pages.
-    quoted = [n for n in quoting_passages(answer, passages) if n not in supporting]
+    quoted = [n for n in quoting_passages(answer, passages, settings.min_quoted_words) if n not in supporting]
     supporting = [*supporting, *quoted]
     marked = [int(n) for n in CITATION.findall(answer) if 1 <= int(n) <= len(passages)]
     numbers = [n for n in marked if n in supporting] or [n for n in supporting if n in helpful] or supporting[:1]
@@ -150,7 +153,7 @@ def citations_for(answer: str, passages: Sequence[Passage], helpful: Sequence[in
             title=passages[n - 1].get("title", ""),
             url=passages[n - 1].get("url", ""),
             chunk_id=passages[n - 1]["chunk_id"],
-            quote=best_quote(passages[n - 1], answer),
+            quote=best_quote(passages[n - 1], answer, settings.max_quote_chars),
         )
         for n in seen
     ]
@@ -182,7 +185,7 @@ def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
     helpful = [j["number"] for j in state.get("judgements", []) if j["helpful"]]
     kind = reply_kind(draft, passed)
     grounded_answer = (passed or (review or {}).get("action") == "approve") and kind != "clarify"
-    citations = citations_for(text, passages, helpful) if grounded_answer and passages else []
+    citations = citations_for(text, passages, helpful, context.citations) if grounded_answer and passages else []
     not_found = answer_prompts.NOT_FOUND.format(escalation=context.escalation)  # flagged text: never said alone
     text, passed, reason, kind, citations = guard_reply(
         text, passed, reason, kind, citations, passages, not_found, reviewed=bool(review)
@@ -201,7 +204,10 @@ def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
             # Two statements of the fact disagree: both are said, neither is chosen ("supersedes" is no authority).
             text, conflicts = conflict_reply(found, passages), conflict_records(found, passages)
             citations = citations_for(
-                text, passages, [n for r in conflicts for n in (s["number"] for s in r["statements"])]
+                text,
+                passages,
+                [n for r in conflicts for n in (s["number"] for s in r["statements"])],
+                context.citations,
             )
     if kind == "hedge":
         text = answer_prompts.HEDGE.format(quote=text)  # the closest sentences, said as such (their citations hold)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, Field
-from reground.nodes.answer import JSON_OVERHEAD_TOKENS, cap_sentences, extracted_sentences, make_draft
+from reground.nodes.answer import cap_sentences, extracted_sentences, make_draft
 from reground.nodes.common import NodeEnv, current_draft, evidence_of, grounded_messages, question_of
 from reground.nodes.context import Context
 from reground.nodes.state import Draft, State
@@ -49,7 +49,7 @@ def refine(state: State, env: NodeEnv) -> dict[str, Any]:
     # One candidate per failing principle; sequential so the local server's prefix cache serves them.
     for principle in failing:
         if principle == "relevance" and context.refinement.relevance_refinement == "extractive":
-            text, _ = extracted_sentences(evidence, context.answer_length)
+            text, _ = extracted_sentences(evidence, context.evidence, context.answer_length)
             if text:
                 candidates.append(make_draft(text, passages, state, evidence))
             continue
@@ -60,7 +60,7 @@ def refine(state: State, env: NodeEnv) -> dict[str, Any]:
                 grounded_messages(passages, state.get("history", []), state["question"], task),
                 RefinedAnswer,
                 tags=["refine", principle],
-                max_tokens=context.models.max_answer_tokens + JSON_OVERHEAD_TOKENS,
+                max_tokens=context.models.max_answer_tokens + context.models.answer_json_overhead_tokens,
             )
         except LLMReplyError:
             continue

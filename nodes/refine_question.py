@@ -8,7 +8,8 @@ would cost a turn's latency for nothing (evals/README.md, "Answers").
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cache
+from typing import Any, ClassVar
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator
@@ -21,14 +22,11 @@ from reground.tools.retrieval.search import RetrievalQuery
 from reground.tools.signals.answerability import depends_on_dialogue
 from reground.tools.signals.scoring import squad_tokens
 from reground.tools.text.tokens import history_query
-from reground.tools.tuning.turn import BUDGETS, REFINEMENT
 
 REWRITE_SKIPPED = (
     "the chat model ({model}) is not reachable, so your follow-up was not rewritten into a standalone question: it "
     "was searched together with the conversation (start it with `reground llm serve` for rewrites)"
 )
-# A rewrite may only use words of the conversation (tools/tuning/turn.py REFINEMENT).
-MIN_GROUNDED_WORD_SHARE = REFINEMENT.min_grounded_word_share
 _STOP = frozenset(
     {
         *("i", "you", "we", "my", "your", "me", "do", "does", "did", "can", "could", "is", "are", "was", "be"),
@@ -37,24 +35,35 @@ _STOP = frozenset(
 )
 
 
-def rewrite_is_from_the_conversation(rewrite: str, question: str, history: list[dict[str, str]]) -> bool:
+def rewrite_is_from_the_conversation(
+    rewrite: str, question: str, history: list[dict[str, str]], min_share: float
+) -> bool:
+    """At least `min_share` of the rewrite's words (stopwords aside) are the conversation's: a rewrite may only use
+    words of the conversation (a 0.5B model copies a few-shot example or invents one)."""
     seen = set(squad_tokens(" ".join([question, *(turn["text"] for turn in history)])))
     words = [w for w in squad_tokens(rewrite) if w not in _STOP]
-    return not words or sum(w in seen for w in words) / len(words) >= MIN_GROUNDED_WORD_SHARE
+    return not words or sum(w in seen for w in words) / len(words) >= min_share
 
 
 class Rewrite(BaseModel):
     """A rewritten question or search query: one line of at least two words."""
 
+    max_chars: ClassVar[int | None] = None  # the run's `refinement.rewrite_max_chars` (rewrite_reply sets it)
     question: str = Field(description="the standalone question")
 
     @field_validator("question")
     @classmethod
     def _one_question(cls, value: str) -> str:
         value = one_line(value, min_words=2, problem="the rewrite is empty or a single word")
-        if len(value) > REFINEMENT.rewrite_max_chars:
+        if cls.max_chars is not None and len(value) > cls.max_chars:
             raise ValueError("the rewrite is far longer than a question")
         return value
+
+
+@cache
+def rewrite_reply(max_chars: int) -> type[Rewrite]:
+    """The rewrite's reply schema with the run's length cap (the same JSON schema; one class per cap)."""
+    return type("Rewrite", (Rewrite,), {"__doc__": Rewrite.__doc__, "__module__": __name__, "max_chars": max_chars})
 
 
 def ranking_margin(question: str, history: list[dict[str, str]], env: NodeEnv) -> float:
@@ -94,12 +103,18 @@ def refine_question(state: State, env: NodeEnv) -> dict[str, Any]:
     messages = [
         SystemMessage(env.context.prompts.refine_question_prompt),
         HumanMessage(
-            prompts.USER.format(history=format_history(history[-BUDGETS.rewrite_history_messages :]), question=question)
+            prompts.USER.format(
+                history=format_history(history[-env.context.budgets.rewrite_history_messages :]), question=question
+            )
         ),
     ]
     try:
         reply = env.ask(
-            "refiner", messages, Rewrite, tags=["refine_question"], max_tokens=env.context.models.rewrite_max_tokens
+            "refiner",
+            messages,
+            rewrite_reply(env.context.refinement.rewrite_max_chars),
+            tags=["refine_question"],
+            max_tokens=env.context.models.rewrite_max_tokens,
         )
         standalone = reply.question
     except LLMReplyError as exc:
@@ -112,7 +127,9 @@ def refine_question(state: State, env: NodeEnv) -> dict[str, Any]:
         env.stats.notes.append(f"rewrite skipped: the chat model is down ({exc})")
         notice = REWRITE_SKIPPED.format(model=env.context.model_for("refiner"))
         return {**_question_with_history(question, history, env), "notices": [*state.get("notices", []), notice]}
-    if not rewrite_is_from_the_conversation(standalone, question, history):
+    if not rewrite_is_from_the_conversation(
+        standalone, question, history, env.context.refinement.min_grounded_word_share
+    ):
         env.stats.notes.append(f"rewrite {standalone!r} uses words the conversation never did; not used")
         return _question_with_history(question, history, env)
     return {"standalone_question": standalone, "retrieval_query": standalone, "query_mode": "refined"}

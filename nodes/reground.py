@@ -7,13 +7,12 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 from reground.nodes.common import NodeEnv, format_history
-from reground.nodes.refine_question import Rewrite
+from reground.nodes.refine_question import rewrite_reply
 from reground.nodes.state import State
 from reground.tools.adapters.chat import LLMReplyError
 from reground.tools.retrieval.keywords import lexical_keywords
 from reground.tools.signals.answerability import stands_alone
 from reground.tools.text.tokens import history_query
-from reground.tools.tuning.turn import BUDGETS
 
 
 def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
@@ -32,7 +31,7 @@ def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
     else:
         env.progress("re_ground", "rewriting the search query with the feedback")
         prompt = context.prompts.reground_prompt.format(
-            history=format_history(history[-BUDGETS.rewrite_history_messages :]),
+            history=format_history(history[-context.budgets.rewrite_history_messages :]),
             question=question,
             previous_query=state.get("retrieval_query", ""),
         )
@@ -40,7 +39,7 @@ def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
             reply = env.ask(
                 "refiner",
                 [HumanMessage(prompt)],
-                Rewrite,
+                rewrite_reply(context.refinement.rewrite_max_chars),
                 tags=["re_ground"],
                 max_tokens=context.models.rewrite_max_tokens,
             )
@@ -49,7 +48,9 @@ def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
         except LLMReplyError as exc:
             env.stats.notes.append(f"query rewrite unusable ({exc}); widening the history instead")
             query, mode = (
-                history_query(question, history, BUDGETS.forced_history_factor * context.budgets.history_token_budget),
+                history_query(
+                    question, history, context.budgets.forced_history_factor * context.budgets.history_token_budget
+                ),
                 "forced_history",
             )
     env.progress("re_ground", f"re-grounding (attempt {attempt})", query=query)

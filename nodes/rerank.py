@@ -15,7 +15,6 @@ from reground.tools.retrieval.variants import prefer_named_variant
 from reground.tools.signals.evidence import best_sentence_cosines
 from reground.tools.signals.reading import read_turn
 from reground.tools.text.sentences import has_code_block
-from reground.tools.tuning.models import CHAT
 from reground.tools.types import Passage
 
 
@@ -25,9 +24,9 @@ class PassageScores(BaseModel):
     scores: list[int] = Field(description="one score from 1 to 10 per passage, in order")
 
 
-def scores_by_number(reply: PassageScores, count: int) -> dict[int, float]:
-    """{passage number: score in [0, 10]} for the passages the reply scored (extra scores are ignored)."""
-    return {i: min(CHAT.rerank_max_score, max(0.0, float(s))) for i, s in enumerate(reply.scores[:count], start=1)}
+def scores_by_number(reply: PassageScores, count: int, max_score: float) -> dict[int, float]:
+    """{passage number: score in [0, max_score]} for the passages the reply scored (extra scores are ignored)."""
+    return {i: min(max_score, max(0.0, float(s))) for i, s in enumerate(reply.scores[:count], start=1)}
 
 
 def _with_scores(passages: list[Passage], scores: dict[int, float], n: int) -> list[Passage]:
@@ -97,9 +96,10 @@ def _rerank(state: State, env: NodeEnv) -> dict[str, Any]:
             messages,
             PassageScores,
             tags=["rerank"],
-            max_tokens=CHAT.rerank_tokens_per_passage * len(candidates) + CHAT.rerank_reply_frame_tokens,
+            max_tokens=context.models.rerank_tokens_per_passage * len(candidates)
+            + context.models.rerank_reply_frame_tokens,
         )
-        parsed = scores_by_number(reply, len(candidates))
+        parsed = scores_by_number(reply, len(candidates), context.models.rerank_max_score)
     except LLMReplyError as exc:
         env.stats.notes.append(f"rerank reply unusable ({exc}); ranking by sentence instead")
         return {"passages": by_sentence(state, env, candidates)}

@@ -15,7 +15,6 @@ from reground.tools.errors import InputError
 from reground.tools.stores.search_index import scope_miss
 from reground.tools.text.questions import question_problem
 from reground.tools.text.tokens import count_tokens, tail_tokens, truncate_tokens
-from reground.tools.tuning.turn import BUDGETS
 
 
 def scope_notice(env: NodeEnv) -> str | None:
@@ -87,7 +86,7 @@ def start_turn(state: State, env: NodeEnv) -> dict[str, Any]:
     for turn in reversed(history):
         cost = count_tokens(turn["text"])
         if cost > budget:
-            if budget > BUDGETS.min_cut_turn_tokens:
+            if budget > env.context.budgets.min_cut_turn_tokens:
                 kept.append({"role": turn["role"], "text": tail_tokens(turn["text"], budget)})
             notes.append(f"history cut to the last {cap} tokens")
             break

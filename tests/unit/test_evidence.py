@@ -303,17 +303,24 @@ def test_a_reply_runs_as_long_as_the_conversations_replies_so_far() -> None:
     long = [{"role": "agent", "text": " ".join(["word"] * n)} for n in (30, 8, 40)]
     assert reply_words([]) == 0.0 and reply_words(short) == 5.0 and reply_words(long) == 30.0
 
-    first_turn, _ = extracted_sentences(evidence, "conversation", [])
-    assert first_turn == extracted_sentences(evidence, "sentence")[0] == best.text, "a first turn: one sentence"
-    assert extracted_sentences(evidence, "conversation", short)[0] == best.text, "short replies so far: one sentence"
-    text, passages = extracted_sentences(evidence, "conversation", long)
+    from reground.nodes.context import Context
+
+    settings = Context().evidence
+    first_turn, _ = extracted_sentences(evidence, settings, "conversation", [])
+    assert first_turn == extracted_sentences(evidence, settings, "sentence")[0] == best.text, (
+        "a first turn: one sentence"
+    )
+    assert extracted_sentences(evidence, settings, "conversation", short)[0] == best.text, (
+        "short replies so far: one sentence"
+    )
+    text, passages = extracted_sentences(evidence, settings, "conversation", long)
     assert text == f"{best.text} {second.text} {third.text}" and passages == [1], (
         "long replies so far: sentences of the best passage until about 30 words, in reading order; another "
         "passage's sentence and one scoring under half the best never join"
     )
-    from reground.nodes.context import Context
-
-    assert extracted_sentences(evidence, Context().answer_length, long)[0] == text, "the default follows the register"
+    assert extracted_sentences(evidence, settings, Context().answer_length, long)[0] == text, (
+        "the default follows the register"
+    )
 
 
 def test_a_sentence_announcing_a_list_that_was_cut_off_is_never_the_reply() -> None:

@@ -4,6 +4,7 @@ the checks an extracted two-unit reply with a cut code block must pass (relevanc
 from __future__ import annotations
 
 import numpy as np
+from reground.nodes.context import Context
 from reground.nodes.finalize import citations_for, quoting_passages
 from reground.tools.retrieval.variants import competing_variants, label_words, prefer_named_variant
 from reground.tools.signals.doc_triage import FEATURE_NAMES, doc_triage_features, page_scores, shipped_doc_triage
@@ -124,8 +125,9 @@ def test_a_two_unit_reply_cites_both_pages_it_quotes() -> None:
     first = _passage(1, f"Intro text about the query.\n\n{CODE}\n\nMore words here about other things.")
     second = _passage(2, "Validation errors are returned as a 422 response with the details.")
     reply = f"{CODE}\nValidation errors are returned as a 422 response with the details."
-    assert quoting_passages(reply, [first, second]) == [1, 2]
-    cited = {c["chunk_id"] for c in citations_for(reply, [first, second], [1, 2])}
+    settings = Context().citations
+    assert quoting_passages(reply, [first, second], settings.min_quoted_words) == [1, 2]
+    cited = {c["chunk_id"] for c in citations_for(reply, [first, second], [1, 2], settings)}
     assert cited == {"c1", "c2"}
 
 

@@ -1,37 +1,55 @@
 """Calls to chat models, embedding models, rerank endpoints and the local llama.cpp server: token caps,
-temperatures, timeouts, retries and caches. Few of these were measured; where one was, the figure is given."""
+temperatures, timeouts, retries and caches. Few of these were measured; where one was, its results file is named.
+A value the run's Context exposes is declared with `setting` (declared.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Final
 
+from reground.tools.tuning.declared import setting
+
 
 @dataclass(frozen=True)
 class ChatCalls:
     """Chat model calls of a turn."""
 
-    # Sampling temperature of the first answer and of the best-of-N samples after it (ProMiSe).
-    temperature: float = 0.0
-    sample_temperature: float = 0.7
-    # Initial answer samples N (ProMiSe best-of-N); 1: the 0.5B model's samples rarely differ usefully.
-    n_samples: int = 1
-    # Timeout of one call: room for the 0.5B model on 2 busy cores to answer a 3-passage prompt.
-    timeout_s: float = 120.0
-    # Token caps: an answer, a rewritten question, the keyword reply, the groundedness judge's reply.
-    max_answer_tokens: int = 120
-    rewrite_max_tokens: int = 60
-    keywords_max_tokens: int = 60
-    judge_max_tokens: int = 120
-    # The JSON answer's keys and helpful list, on top of the answer's own cap.
-    answer_json_overhead_tokens: int = 30
-    # The listwise rerank's reply: this many tokens per passage plus the JSON's frame; its scores run 1..max.
-    rerank_tokens_per_passage: int = 4
-    rerank_reply_frame_tokens: int = 16
-    rerank_max_score: float = 10.0
-    # LLM keywords: at most this many, each shorter than `keyword_max_chars` (longer is a sentence, not a keyword).
-    max_keywords: int = 5
-    keyword_max_chars: int = 60
+    temperature: float = setting(0.0, meaning="Sampling temperature of the first answer sample.")
+    sample_temperature: float = setting(
+        0.7, meaning="Sampling temperature of the answer samples after the first (ProMiSe best-of-N)."
+    )
+    n_samples: int = setting(
+        1,
+        meaning="Initial answer samples N (ProMiSe best-of-N; the 0.5B model's samples rarely differ usefully).",
+    )
+    timeout_s: float = setting(
+        120.0,
+        meaning="Timeout of one LLM call, seconds (room for the 0.5B model on busy cores to answer a turn's prompt).",
+    )
+    max_answer_tokens: int = setting(120, meaning="Token cap of one answer.")
+    rewrite_max_tokens: int = setting(60, meaning="Token cap of a rewritten question (refine_question, re_ground).")
+    keywords_max_tokens: int = setting(60, meaning="Token cap of the LLM keyword reply.")
+    judge_max_tokens: int = setting(120, meaning="Token cap of the groundedness judge's reply.")
+    answer_json_overhead_tokens: int = setting(
+        30,
+        meaning="Tokens of the JSON answer's keys and helpful list (use_self_check), on top of the answer's own cap.",
+        user_settable=False,
+    )
+    rerank_tokens_per_passage: int = setting(
+        4, meaning="The listwise LLM rerank's reply cap: this many tokens per passage ...", user_settable=False
+    )
+    rerank_reply_frame_tokens: int = setting(
+        16, meaning="... plus this many for the reply's JSON frame.", user_settable=False
+    )
+    rerank_max_score: float = setting(
+        10.0, meaning="The listwise LLM rerank's scores run from 0 to this (larger ones are cut).", user_settable=False
+    )
+    max_keywords: int = setting(5, meaning="LLM keywords kept at most.", user_settable=False)
+    keyword_max_chars: int = setting(
+        60,
+        meaning="An LLM keyword this many characters long or longer is a sentence, not a keyword (dropped).",
+        user_settable=False,
+    )
     # The injection check's verdict is one word.
     injection_judge_max_tokens: int = 16
     # OpenAI allows at most 20 alternatives per token; llama.cpp's server takes the same field.
@@ -113,8 +131,8 @@ class Reader:
     # depend on its neighbours.
     batch_pairs: int = 1
     # Sessions that read a turn's pairs in parallel (at most one per core), each on one thread: the same one-pair
-    # calls, so the same logits (tests/unit/test_reader.py). 170 doc2dial sentences on 2 cores other jobs kept
-    # busy (load 6): 18.5 ms a pair with one session, 14.3 with two; a free second core halves it.
+    # calls, so the same logits (tests/unit/test_reader.py); on 2 busy cores two read a doc2dial turn's sentences
+    # faster than one.
     sessions: int = 2
     # (question, sentence) logits kept in memory: a turn reads the same pairs in triage, the readings and rerank.
     cached_pairs: int = 4096

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
+from reground.tools.tuning.turn import BUDGETS
+
 # The query transforms `RetrievalSettings.query_transform` selects (query_transforms.py writes their texts).
 QueryTransform = Literal["none", "hyde", "topics", "multi_query"]
 TRANSFORMS: tuple[str, ...] = get_args(QueryTransform)
@@ -118,11 +120,11 @@ class Rerank:
 class Search:
     """Defaults and caches of the search functions (the graph passes its Context's values)."""
 
-    # Dialogue tokens of the history query and of the phrase query (RetrievalSettings.phrase_history_tokens).
-    history_tokens: int = 100
-    phrase_tokens: int = 400
-    # Reciprocal rank fusion's k (Cormack et al.'s 60), when a caller names none.
-    rrf_k: int = 60
+    # Dialogue tokens of the history query and of the phrase query, and reciprocal rank fusion's k, when a caller
+    # names none: the run's own defaults (the budgets' and RetrievalSettings'), not second copies.
+    history_tokens: int = BUDGETS.history_token_budget
+    phrase_tokens: int = RetrievalSettings.phrase_history_tokens
+    rrf_k: int = RetrievalSettings.rrf_k
     # Query vectors, topic-shift decisions and document n-grams a retriever keeps, and its whole-document indexes
     # (one per scope and store size).
     cache_size: int = 4096

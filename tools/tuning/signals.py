@@ -42,9 +42,9 @@ class TextChecks:
 @dataclass(frozen=True)
 class Stuffing:
     """Keyword stuffing (signals/stuffing.py): a chunk whose words and character sequences both repeat. Over the
-    chunks of doc2dial, MTRAG-UN, techdocs and the demo corpus, word repeats reach 0.821 (lists of identifiers,
-    compressing to 0.266 and more) and no chunk compresses below 0.239; stuffed text repeats 0.87 and more and
-    compresses to 0.17 and less (evals/README.md, "Prompt injection")."""
+    chunks of doc2dial, MTRAG-UN, techdocs and the demo corpus no honest chunk passes both thresholds (a list of
+    identifiers repeats its words but compresses poorly), and stuffed text passes both (evals/README.md, "Prompt
+    injection")."""
 
     min_words: int = 20  # fewer content words: too short to tell
     repeat_threshold: float = 0.8

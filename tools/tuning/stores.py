@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from reground.tools.tuning.declared import setting
+from reground.tools.tuning.turn import BUDGETS
+
 
 @dataclass(frozen=True)
 class IndexSettings:
@@ -65,9 +68,14 @@ class Ingest:
     pipeline_depth: int = 4
     queue_poll_s: float = 0.1
     join_timeout_s: float = 5.0
-    # Maximum tokens per chunk (chunks follow headings and paragraphs; ~1 paragraph of the demo and doc2dial pages),
-    # and the least a caller may ask for (fewer splits sentences).
-    chunk_tokens: int = 160
+    chunk_tokens: int = setting(
+        160,
+        meaning=(
+            "Maximum tokens per chunk (chunks follow headings and paragraphs; about one paragraph of the demo and "
+            "doc2dial pages)."
+        ),
+    )
+    # The least chunk budget a caller may ask for (fewer splits sentences).
     min_chunk_tokens: int = 16
     # A structured page's unit (a sentence with the code block, list or table it introduces) is never split up to
     # this many chunk budgets; a longer code block is cut at blank lines into parts of that size.
@@ -136,15 +144,15 @@ class EngineTuning:
     langchain_oversample: int = 2
     langchain_batch: int = 256
     retriever_k: int = 4
-    retriever_doc_k: int = 8
-    retriever_history_tokens: int = 100
+    retriever_doc_k: int = BUDGETS.doc_candidates  # the run's defaults, not second copies
+    retriever_history_tokens: int = BUDGETS.history_token_budget
 
 
 @dataclass(frozen=True)
 class Trusted:
     """What a collection trusts (stores/trusted_domains.py): a domain serving, or named by, at least this share of
     its documents and at least this many of them (or most of them). Set by reading the injection suites (every
-    look-alike domain is one page's) against doc2dial (four domains of 18-35% each) and the demo corpus."""
+    look-alike domain is one page's) against doc2dial (four domains, each far above the share) and the demo corpus."""
 
     min_share: float = 0.1
     min_documents: int = 2

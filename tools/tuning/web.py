@@ -18,7 +18,7 @@ class ChatPage:
     # A rating's note is cut to this many characters.
     max_note_chars: int = 2000
     # `reground ui`: the README's port for `langgraph dev` (a free one when it is taken), how long the server may take
-    # to start (it imports the graph and the page: about 20 s on 2 busy cores), how often to look, how long it has to
+    # to start (it imports the graph and the page), how often to look, how long it has to
     # stop, how many log lines to show when it fails, and how much of the log to search for the port it chose.
     default_port: int = 2025
     start_timeout_s: float = 180.0
