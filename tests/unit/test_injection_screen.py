@@ -126,13 +126,32 @@ def test_changed_rules_make_every_mark_stale(monkeypatch: pytest.MonkeyPatch) ->
     assert FLAGS_KEY not in read["metadata"] and not trace
 
 
-def test_the_fingerprint_reads_every_rule_module() -> None:
-    fingerprint = injection_screen.rules_fingerprint()
-    assert len(fingerprint) == len("0" * 64)
-    import sys
+# What injection.py imports for the optional model check, not for the rules: not in the fingerprint.
+MODEL_CHECK_ONLY = {
+    "reground.prompts",
+    "reground.prompts.injection",
+    "reground.prompts.fence",
+    "reground.tools.adapters.chat",
+    "reground.tools.adapters.structured",
+    "reground.tools.tuning.models",
+}
+
+
+def test_the_fingerprint_covers_every_module_the_rules_import() -> None:
+    """A module the flagging code comes to import must join RULE_MODULES, or an edit to it would leave stale
+    stored flags trusted."""
+    import ast
+    import importlib
 
     for name in injection_screen.RULE_MODULES:
-        assert sys.modules[name].__file__
+        source = Path(str(importlib.import_module(name).__file__)).read_text()
+        imported = {
+            node.module
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("reground")
+        }
+        assert imported - MODEL_CHECK_ONLY <= set(injection_screen.RULE_MODULES), name
+    assert len(injection_screen.rules_fingerprint()) == len(screen_mark("text", None))
 
 
 def test_ingest_marks_only_flags_it_computed() -> None:
