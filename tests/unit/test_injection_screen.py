@@ -161,3 +161,16 @@ def test_ingest_marks_only_flags_it_computed() -> None:
     assert SCREEN_KEY not in own  # the document brought flags of its own that stay: read time flags again
     forged = flag_metadata({SCREEN_KEY: "forged"}, TEXT, "https://www.example.org/")
     assert forged[SCREEN_KEY] == screen_mark(TEXT, "example.org")
+
+
+def test_a_store_s_chunks_carry_the_mark_and_what_reads_them_drops_it(hr_store: Any) -> None:
+    from reground.tools.retrieval.langchain import RegroundRetriever
+
+    chunks = hr_store.all_chunks()
+    assert chunks and all(
+        c["metadata"].get(SCREEN_KEY) == screen_mark(c["text"], document_domain_of(c)) for c in chunks
+    )
+    passages, _ = flag_passages(chunks)
+    docs = RegroundRetriever(store=hr_store, k=3).invoke("How do I report sick?")
+    assert docs and not any(SCREEN_KEY in p["metadata"] for p in passages)
+    assert not any(SCREEN_KEY in d.metadata for d in docs)
