@@ -23,6 +23,7 @@ judge, `model_judge(chat_model)`, one structured call per sentence; those it cal
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, is_dataclass, replace
 from functools import lru_cache
@@ -191,14 +192,16 @@ V = TypeVar("V")
 # skip the rules too: (text, domain) -> the passage's flags, and (sentence, domain) of its unflagged sentences.
 _STORED_PASSAGES: dict[tuple[str, str | None], tuple[Flag, ...]] = {}
 _CLEAN_SENTENCES: dict[tuple[str, str | None], None] = {}
+_KEEPING = threading.Lock()  # a server's turns run in threads
 
 
 def _keep(kept: dict[K, V], key: K, value: V) -> None:
     """Remember `key` in a cache of at most SCREENED_TEXTS_KEPT entries, the oldest going first."""
-    kept.pop(key, None)
-    kept[key] = value
-    while len(kept) > SCREENED_TEXTS_KEPT:
-        del kept[next(iter(kept))]
+    with _KEEPING:
+        kept.pop(key, None)
+        kept[key] = value
+        while len(kept) > SCREENED_TEXTS_KEPT:
+            del kept[next(iter(kept))]
 
 
 def flag_sentence(text: str, *, document_domain: str | None = None) -> tuple[str, ...]:
