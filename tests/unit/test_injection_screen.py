@@ -174,3 +174,11 @@ def test_a_store_s_chunks_carry_the_mark_and_what_reads_them_drops_it(hr_store: 
     docs = RegroundRetriever(store=hr_store, k=3).invoke("How do I report sick?")
     assert docs and not any(SCREEN_KEY in p["metadata"] for p in passages)
     assert not any(SCREEN_KEY in d.metadata for d in docs)
+
+
+def test_the_mark_is_no_metadata_field_to_filter_on(hr_store: Any) -> None:
+    from reground.tools.stores.scope import scope_tokens
+
+    assert SCREEN_KEY not in hr_store.metadata_fields()
+    chunk = hr_store.all_chunks()[0]
+    assert not any(SCREEN_KEY in token for token in scope_tokens(chunk["metadata"]))
