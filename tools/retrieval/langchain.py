@@ -16,6 +16,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 from reground.tools.retrieval.search import HybridRetriever, RetrievalSettings, conversation_query
+from reground.tools.signals.injection_screen import SCREEN_KEY
 from reground.tools.tuning.stores import ENGINE
 
 
@@ -45,7 +46,7 @@ class RegroundRetriever(BaseRetriever):
         out = []
         for p in passages:
             meta = {
-                **p["metadata"],
+                **{k: v for k, v in p["metadata"].items() if k != SCREEN_KEY},  # ingest's own bookkeeping
                 "chunk_id": p["chunk_id"],
                 "doc_id": p["doc_id"],
                 "title": p["title"],

@@ -8,8 +8,9 @@ Legal]"), and text hidden from the human reader (HTML comments, hidden elements,
 
 Nothing is deleted: deleting let an attacker suppress real facts (a chunk laced with zero-width characters was
 emptied, a table row went with its figure, "[instruction removed]" reached replies; issue 29). Each sentence is
-*flagged* instead (`flag_sentence`, `flag_passage`): at ingest (kept in the chunk's metadata, `FLAGS_KEY`) and
-at read time (`guard_candidates`, in the retrieve node), and the reply decides (`answerable_evidence` for the
+*flagged* instead (`flag_sentence`, `flag_passage`): at ingest (kept in the chunk's metadata, `FLAGS_KEY`, with the
+mark of the rules that screened it, injection_screen.py) and at read time (`guard_candidates`, in the retrieve node:
+the stored flags where the mark still holds, else the rules again), and the reply decides (`answerable_evidence` for the
 extract style's choice of sentences, `guard_reply` at finalize): a flagged sentence is never the reply's only
 content, never obeyed, and a quote holding one carries `QUOTE_WARNING`. Hidden characters are normalised for the
 check (`normalise_for_check`), never used to empty text. The rules were tuned on evals/data/injection_a and are
@@ -22,6 +23,7 @@ judge, `model_judge(chat_model)`, one structured call per sentence; those it cal
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, is_dataclass, replace
 from functools import lru_cache
@@ -40,6 +42,7 @@ from reground.tools.signals.blocks import block_reasons
 from reground.tools.signals.contacts import MARKDOWN_LINK, document_domain_of, outside_contacts
 from reground.tools.signals.disguise import BASE64, decoded, variants
 from reground.tools.signals.injection_rules import borderline_cues, matched_patterns
+from reground.tools.signals.injection_screen import SCREEN_KEY, screen_mark
 from reground.tools.signals.requests import credential_request
 from reground.tools.text.hidden import hidden_segments, markup_hidden_segments, strip_hidden
 from reground.tools.text.sentences import CITATION, sentence_parts
@@ -182,13 +185,38 @@ _LOCAL_REASONS = frozenset({"hidden_text", "outside_contact", "encoded"})
 _ADDRESS_ONLY = frozenset({"addressed_to_assistant", "other_language_order"})
 
 
-@lru_cache(maxsize=SCREENED_TEXTS_KEPT)
+K = TypeVar("K")
+V = TypeVar("V")
+
+# What stored flags (a chunk's `SCREEN_KEY` mark still holding) told this process, so later reads of the same text
+# skip the rules too: (text, domain) -> the passage's flags, and (sentence, domain) of its unflagged sentences.
+_STORED_PASSAGES: dict[tuple[str, str | None], tuple[Flag, ...]] = {}
+_CLEAN_SENTENCES: dict[tuple[str, str | None], None] = {}
+_KEEPING = threading.Lock()  # a server's turns run in threads
+
+
+def _keep(kept: dict[K, V], key: K, value: V) -> None:
+    """Remember `key` in a cache of at most SCREENED_TEXTS_KEPT entries, the oldest going first."""
+    with _KEEPING:
+        kept.pop(key, None)
+        kept[key] = value
+        while len(kept) > SCREENED_TEXTS_KEPT:
+            del kept[next(iter(kept))]
+
+
 def flag_sentence(text: str, *, document_domain: str | None = None) -> tuple[str, ...]:
     """Why a sentence must not be obeyed or be a reply's only content (empty: it may). Reasons: the rule names
     (addressed to the assistant, orders phrased as policy, fake citations, other languages ...), `credentials`
     (it asks for a password, PIN, bank login ...), `outside_contact` (it sends the reader to a contact outside
     the document's own domain), `encoded` (its base64 decodes to one of these), `hidden_text` (markup a reader
     does not see). Hidden characters, look-alike letters and leetspeak are read through, not held against it."""
+    if (text, document_domain) in _CLEAN_SENTENCES:  # an unflagged sentence of a passage screened at ingest
+        return ()
+    return _sentence_flags(text, document_domain)
+
+
+@lru_cache(maxsize=SCREENED_TEXTS_KEPT)
+def _sentence_flags(text: str, document_domain: str | None) -> tuple[str, ...]:
     reasons: list[str] = []
     readings = variants(text)
     for variant in readings:
@@ -254,20 +282,57 @@ def _passage_flags(text: str, document_domain: str | None) -> tuple[Flag, ...]:
 def flag_passage(text: str, *, document_domain: str | None = None) -> list[Flag]:
     """The flagged sentences of a passage (the rules alone; see `flag_sentence`), including orders split over two
     neighbouring sentences and text hidden in comments. Nothing is removed from `text`."""
-    return list(_passage_flags(text, document_domain))
+    stored = _STORED_PASSAGES.get((text, document_domain))
+    return list(stored if stored is not None else _passage_flags(text, document_domain))
+
+
+def _rule_flags(passage: Mapping[str, Any]) -> tuple[Flag, ...]:
+    """`flag_passage` of a passage's text: the flags ingest stored where its mark still holds (same rules, text
+    and domain: injection_screen.py), else the rules now."""
+    text, domain = str(passage.get("text", "")), document_domain_of(passage)
+    stored = _STORED_PASSAGES.get((text, domain))
+    if stored is not None:
+        return stored
+    stored = _stored_flags(passage.get("metadata"), text, domain)
+    if stored is None:
+        return _passage_flags(text, domain)
+    _keep(_STORED_PASSAGES, (text, domain), stored)
+    flagged = {f.sentence for f in stored}
+    for sentence in split_sentences(text):
+        if sentence not in flagged:  # `flag_passage` only adds to each sentence's own flags: this one has none
+            _keep(_CLEAN_SENTENCES, (sentence, domain), None)
+    return stored
+
+
+def _stored_flags(metadata: Any, text: str, domain: str | None) -> tuple[Flag, ...] | None:
+    """The text's flags as `flag_metadata` stored them (its title's entry left out), or None when the chunk's mark
+    is missing or stale."""
+    if not isinstance(metadata, Mapping) or not metadata.get(SCREEN_KEY):
+        return None
+    recorded = metadata.get(FLAGS_KEY, [])
+    if metadata[SCREEN_KEY] != screen_mark(text, domain) or not isinstance(recorded, list):
+        return None
+    flags = []
+    for item in recorded:
+        reasons, _, sentence = str(item).partition(": ")
+        if not reasons.startswith(f"{TITLE_REASON},"):
+            flags.append(Flag(sentence, tuple(reasons.split(","))))
+    return tuple(flags)
 
 
 def flag_metadata(metadata: Mapping[str, Any], text: str, url: str = "", title: str = "") -> dict[str, Any]:
-    """A chunk's metadata with its flagged sentences (`FLAGS_KEY`, "reasons: sentence"; a flagged title as
-    "title,reasons: title"), at ingest; unchanged (a copy) when nothing is flagged, so clean collections carry no
-    extra field."""
-    out = dict(metadata)
+    """A chunk's metadata with its flagged sentences (`FLAGS_KEY`, "reasons: sentence", absent when none; a
+    flagged title as "title,reasons: title"), at ingest, and the mark that read time may use them as they are
+    (`SCREEN_KEY`; not where the document's own metadata brought a `FLAGS_KEY` that stays)."""
+    out = {k: v for k, v in metadata.items() if k != SCREEN_KEY}
     domain = document_domain_of({"url": url, "metadata": metadata})
-    flags = [f.as_text() for f in flag_passage(text, document_domain=domain)]
+    flags = [f.as_text() for f in _passage_flags(text, domain)]
     if title and (reasons := flag_sentence(title, document_domain=domain)):
         flags.append(Flag(title, (TITLE_REASON, *reasons)).as_text())
     if flags:
         out[FLAGS_KEY] = flags
+    if (FLAGS_KEY not in metadata or flags) and (mark := screen_mark(text, domain)):
+        out[SCREEN_KEY] = mark
     return out
 
 
@@ -285,8 +350,7 @@ def title_flagged(passage: Mapping[str, Any]) -> bool:
 def passage_flags(passage: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     """Normalised sentence -> reasons, for a passage: the rules at read time plus whatever its metadata records
     (the ingest's flags, the model check's at retrieval)."""
-    text = str(passage.get("text", ""))
-    out = {f.sentence: f.reasons for f in _passage_flags(text, document_domain_of(passage))}
+    out = {f.sentence: f.reasons for f in _rule_flags(passage)}
     metadata = passage.get("metadata") or {}
     recorded = metadata.get(FLAGS_KEY, []) if isinstance(metadata, Mapping) else []
     for item in recorded if isinstance(recorded, list) else []:
@@ -347,14 +411,16 @@ def flag_passages(passages: Iterable[P], judge: ModelJudge | None = None) -> tup
     trace: list[dict[str, Any]] = []
     for passage in passages:
         text = str(passage.get("text", ""))
-        flags = flag_passage(text, document_domain=document_domain_of(passage))
+        flags = list(_rule_flags(passage))
         flags += [Flag(f.sentence, f.patterns) for f in confirm_with_model(text, judge)]
-        metadata = dict(passage.get("metadata") or {})
+        given = passage.get("metadata") or {}
+        metadata = dict(given)
         title = str(passage.get("title", ""))
         if title != FLAGGED_TITLE and title_flagged(passage):
             flags.append(Flag(" ".join(title.split()), (TITLE_REASON,)))
             passage = cast(P, {**passage, "title": FLAGGED_TITLE})
         metadata.pop(FLAGS_KEY, None)
+        metadata.pop(SCREEN_KEY, None)  # the flags below are this read's: the ingest's mark is not theirs
         if flags:
             metadata[FLAGS_KEY] = [f.as_text() for f in flags]
             trace.append(
@@ -366,7 +432,7 @@ def flag_passages(passages: Iterable[P], judge: ModelJudge | None = None) -> tup
             )
         out.append(
             cast(P, {**passage, "metadata": metadata})
-            if flags or FLAGS_KEY in (passage.get("metadata") or {})
+            if flags or FLAGS_KEY in given or SCREEN_KEY in given
             else passage
         )
     return out, trace

@@ -89,6 +89,9 @@ def unsupported_contacts(answer: str, cited_texts: Sequence[str], removed_senten
     """Contacts in the answer that no unflagged sentence of a cited passage holds, or that a flagged (or given
     instruction) sentence held: a link, address or number the answer gives must come from the documents' content,
     never from an order."""
+    given = contacts(answer)
+    if not given:  # nothing to check: the passages' flags need not be read
+        return []
     clean: list[str] = []
     injected = list(removed_sentences)
     for text in cited_texts:
@@ -96,4 +99,4 @@ def unsupported_contacts(answer: str, cited_texts: Sequence[str], removed_senten
         for sentence in split_sentences(text):
             (injected if sentence in flagged else clean).append(sentence)
     supported, bad = contact_keys(clean), contact_keys(injected)
-    return [c for c in contacts(answer) if contact_key(c) not in supported or contact_key(c) in bad]
+    return [c for c in given if contact_key(c) not in supported or contact_key(c) in bad]

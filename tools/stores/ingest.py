@@ -98,8 +98,9 @@ class IngestSummary:
 # included, and starts a sentence at each item's line, so the kept sentence vectors follow it; 6: invisible
 # characters removed and glued blobs set apart before chunking, titles and keyword stuffing flagged; 8: markdown
 # parsed by structure, answer units kept whole, diagrams and site markup left out; 9: both; 10: a dotted name in
-# code ("exc.detail") and a host off the internet (127.0.0.1, localhost) are no outside contact to flag).
-CHUNK_FORMAT = 10  # fact: the stored chunk format's version
+# code ("exc.detail") and a host off the internet (127.0.0.1, localhost) are no outside contact to flag; 11: each
+# chunk carries the mark of the rules that flagged it, so read time uses its stored flags: signals/injection_screen.py).
+CHUNK_FORMAT = 11  # fact: the stored chunk format's version
 
 
 def content_hash(doc: Document, max_tokens: int) -> str:

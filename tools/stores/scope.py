@@ -12,7 +12,7 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from reground.tools.stores.search_index import MATCH_ANY, Where, normalize_where
+from reground.tools.stores.search_index import BOOKKEEPING_FIELDS, MATCH_ANY, Where, normalize_where
 from reground.tools.stores.vector_store import UnknownMetadataFieldError
 
 
@@ -43,6 +43,8 @@ def scope_tokens(metadata: Mapping[str, Any]) -> list[str]:
     {field: [values]} is then `scope_tokens && [field's value tokens..., field's wildcard]` per field."""
     out: set[str] = set()
     for key, value in metadata.items():
+        if key in BOOKKEEPING_FIELDS:
+            continue
         text = str(value)
         out.add(_token(key, text))
         out.update(_token(key, part) for part in text.split(","))

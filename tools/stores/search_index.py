@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from reground.tools.signals.injection_screen import SCREEN_KEY
 from reground.tools.signals.stuffing import chunk_is_stuffed
 from reground.tools.stores.vector_store import (
     MetadataFilterError,
@@ -30,6 +31,8 @@ from reground.tools.tuning.stores import STORE_IO, IndexSettings
 from reground.tools.types import Chunk
 
 MATCH_ANY = "all"
+# Ingest's own bookkeeping in a chunk's metadata (one value per chunk): no scope names it, no field list shows it.
+BOOKKEEPING_FIELDS = frozenset({SCREEN_KEY})
 FILTER_OPERATORS = ("$eq", "$in")
 
 Where = dict[str, Any]
@@ -153,7 +156,9 @@ class _Loaded:
         self.by_doc: dict[str, list[int]] = {}
         for i, c in enumerate(self.chunks):
             self.by_doc.setdefault(c["doc_id"], []).append(i)
-        self.fields: frozenset[str] = frozenset(key for c in self.chunks for key in c["metadata"])
+        self.fields: frozenset[str] = frozenset(
+            key for c in self.chunks for key in c["metadata"] if key not in BOOKKEEPING_FIELDS
+        )
         self._bm25: BM25 | None = None
         self._allowed: dict[tuple[tuple[str, tuple[str, ...]], ...], np.ndarray] = {}
         self._scope_misses: dict[tuple[tuple[str, tuple[str, ...]], ...], str | None] = {}

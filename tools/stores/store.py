@@ -34,6 +34,7 @@ from reground.tools.stores.locking import (
     try_collection_lock,
 )
 from reground.tools.stores.search_index import (  # noqa: F401 - re-exported: the store's public names before the split
+    BOOKKEEPING_FIELDS,
     FILTER_OPERATORS,
     MATCH_ANY,
     IndexSettings,
@@ -190,7 +191,7 @@ class PassageStore(ChromaReads, ChromaWrites):
                 rows = paged(client.get_collection(collection), ["metadatas"], lambda page: page["metadatas"])
                 for _row, meta in rows:
                     fields.update(json.loads(str((meta or {}).get("metadata_json", "{}"))))
-                row["metadata_fields"] = sorted(fields)
+                row["metadata_fields"] = sorted(fields - BOOKKEEPING_FIELDS)
             out.append(row)
         return out
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from reground.tools.stores.chroma.collection import ChromaCollection
+from reground.tools.stores.search_index import BOOKKEEPING_FIELDS
 from reground.tools.stores.vector_store import EmbeddedDocument, StoreError, sentence_vectors_text
 from reground.tools.stores.vectors import chunk_vectors
 from reground.tools.tuning.stores import STORE_IO
@@ -125,5 +126,7 @@ class ChromaWrites(ChromaCollection):
             "metadata_json": json.dumps(chunk["metadata"], sort_keys=True),
         }
         for key, value in chunk["metadata"].items():
+            if key in BOOKKEEPING_FIELDS:  # kept in metadata_json alone: no search filters on it
+                continue
             meta[META_PREFIX + key] = value if isinstance(value, (int, float, bool)) else str(value)
         return meta

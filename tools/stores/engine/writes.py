@@ -17,6 +17,7 @@ from reground.tools.stores.engine.lexical import bm25_weight, chunk_terms, docum
 from reground.tools.stores.engine.schema import EngineCollection, vector_text
 from reground.tools.stores.locking import WaitNotice, lock_timeout, notify_waiting
 from reground.tools.stores.scope import scope_tokens
+from reground.tools.stores.search_index import BOOKKEEPING_FIELDS
 from reground.tools.stores.vector_store import EmbeddedDocument, StoreError, entered_again
 from reground.tools.stores.vectors import chunk_vectors
 from reground.tools.tuning.stores import ENGINE
@@ -101,7 +102,8 @@ class EngineWrites(EngineCollection):
                 doc_df.update(set(per_doc))
                 metadata = dict(chunks[0]["metadata"]) if chunks else {}
                 for key, value in metadata.items():
-                    value_docs[(key, str(value))] += 1
+                    if key not in BOOKKEEPING_FIELDS:
+                        value_docs[(key, str(value))] += 1
                 doc_rows.append((doc_id, content_hash, len(chunks), len(per_doc), json.dumps(metadata, sort_keys=True)))
                 for i, chunk in enumerate(chunks):
                     terms = chunk_terms(chunk)
