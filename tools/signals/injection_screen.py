@@ -35,6 +35,7 @@ RULE_MODULES = (
     "reground.tools.text.hidden",
     "reground.tools.text.invisible",
     "reground.tools.text.sentences",
+    "reground.tools.tuning.declared",
     "reground.tools.tuning.signals",
     "reground.tools.tuning.turn",
 )
