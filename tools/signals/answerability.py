@@ -4,8 +4,8 @@ Three measured signals decide between answering, abstaining and asking back (MTR
 
 - **support**: how well the best passage sentence matches the question (the evidence score of tools/signals/evidence.py:
   IDF-weighted word overlap plus MiniLM cosine). A question the documents do not cover leaves every sentence far
-  from it; on MTRAG-UN dev this separates answerable from unanswerable tasks with an AUC of 0.84 (the trained
-  judge, tools/signals/judge.py, reaches 0.88 out of fold and decides when it is on).
+  from it; on MTRAG-UN dev this separates answerable from unanswerable tasks (the trained judge,
+  tools/signals/judge.py, separates them better out of fold and decides when it is on; evals/results/judge).
 - **coverage**: the share of the question's content words that the passages contain; the missing words are what a
   partial answer says the documents do not cover.
 - **readings**: a question that refers to something the dialogue never introduced ("the actor", "this county")

@@ -2,7 +2,7 @@
 
 The judge's answerability head and the ask-back model were trained and calibrated on doc2dial and MTRAG-UN; on a
 framework's documentation every question finds pages that share its words ("can the validation error messages be
-in German?" finds the validation page), so they read almost everything as answered (techdocs dev: AUC 0.63). When
+in German?" finds the validation page), so they read almost everything as answered on techdocs dev. When
 the unit ranker ranks a turn (the candidates hold code or a table, signals/units.py), triage decides with these heads
 instead, over what the turn measured: the best unit's score and its lead over the best unit of any other page, the
 best cosine and word overlap, the share of the question's words the passages hold, how many pages fit about as well

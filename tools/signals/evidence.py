@@ -2,23 +2,19 @@
 
 An answer that answers the question restates the passage sentence that matches the question best (the
 *extractive anchor*) rather than another sentence (the carry-over rule for "how many days do I get"), and an
-answer that repeats the previous reply does not answer a follow-up. On the 100 seeded doc2dial dev answers of
-the history-aware baseline this signal correlated 0.49 (Spearman) with token F1 against the human reply when it
-was introduced (0.37 in the latest run), where ROUGE-L against the question did 0.21; answers under 0.2 average F1
-0.16, those above 0.34
-(evals/README.md, "Answer relevance").
+answer that repeats the previous reply does not answer a follow-up. On seeded doc2dial dev answers this signal
+tracks token F1 against the human reply better than ROUGE-L against the question (evals/README.md, "Answer
+relevance").
 
 Sentences are scored by IDF-weighted overlap with the question's content words (IDF over the candidate
 sentences, so words every passage shares count little; a follow-up adds the user's previous message) plus the
-question's cosine with the sentence (MiniLM). On that dev sample the dense part lifts the anchor's own token F1
-from 0.286 to 0.317 and the correlation from 0.43 to 0.55; weights 0.5-2 all did about as well. A follow-up that
-depends on the dialogue also counts half its cosine with the question read in its dialogue (`dialogue_weight`):
-reply F1 on such doc2dial dev follow-ups 0.257 -> 0.264 (evals/README.md).
+question's cosine with the sentence (MiniLM): the dense part lifts the anchor's own token F1 on that dev sample.
+A follow-up that depends on the dialogue also counts half its cosine with the question read in its dialogue
+(`dialogue_weight`), which lifts reply F1 on such doc2dial dev follow-ups (evals/README.md).
 
 A follow-up's answer usually comes next in the document: a sentence that follows the previous reply's sentence in
-the same section gains up to `continuity_weight`, fading over the next `CONTINUITY_WINDOW` sentences (doc2dial dev:
-the next human reply is grounded 1-3 spans after the previous one in 30% of same-document follow-ups; reply F1 on
-all 2,456 dev cases 0.2844 -> 0.2888, evals/README.md, "Continuity").
+the same section gains up to `continuity_weight`, fading over the next `CONTINUITY_WINDOW` sentences (on doc2dial
+dev the next human reply is often grounded a few spans after the previous one; evals/README.md, "Continuity").
 """
 
 from __future__ import annotations
@@ -121,7 +117,7 @@ def continuity(
     # The sentence each sentence of the reply restates (a reply under three words, "No", restates nothing), and
     # whether the reply's sentence asks: after "Is your vehicle registered in New York?" and the user's "Yes", the
     # sentence the question came from answers ("If your vehicle is registered in New York, it must ..."), so it
-    # counts itself (doc2dial dev, re-scored: reply F1 0.2877 -> 0.2884, both halves of the dialogues gain).
+    # counts itself (doc2dial dev, re-scored: both halves of the dialogues gain).
     anchors: dict[int, bool] = {}
     parts = text_sentences(previous_reply)
     for part in parts if len(parts) <= CONTINUITY_MAX_REPLY_SENTENCES else []:

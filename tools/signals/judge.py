@@ -292,7 +292,7 @@ def sentence_probabilities(
     sentences answer it at all (0 for a turn with none). `coverage`: the share of the question's content words the
     passages hold (tools/answerability.coverage). `read`: the reader's logits for the same sentences
     (adapters/cross_encoder.py), added to the judge's: the sum ranks answer sentences better than either
-    (answer-sentence MRR on doc2dial's held-out dialogues 0.640 against 0.619 and 0.581, evals/results/judge)."""
+    (answer-sentence MRR on doc2dial's held-out dialogues, evals/results/judge/summary.json)."""
     logits = model.sentence_logits(inputs)
     if read is not None and len(read) == len(logits):
         logits = logits + read
