@@ -91,7 +91,10 @@ def _turn(reply: str, docs_store: tuple[Any, str], *, quote: bool) -> tuple[dict
         answer_style="write",
         use_principle_refinement=False,
         use_clarify=False,
+        # The judge's triage with its thresholds at 0, so the turn answers and the model writes: this is a test of
+        # the check, not of the documentation triage (which hedges on one short page).
         triage={"judge_hedge_threshold": 0.0, "judge_answer_threshold": 0.0},
+        evidence={"unit_ranking": "off"},
         groundedness={"max_reground_attempts": 0, "use_llm_groundedness_judge": False},
         refinement={"quote_when_unchecked": quote},
     )
@@ -119,6 +122,7 @@ def test_the_loops_mend_an_invented_call_with_the_pages_own_unit(docs_store: tup
 def test_the_faithful_code_passes(docs_store: tuple[Any, str]) -> None:
     draft, result = _turn(FAITHFUL, docs_store, quote=False)
     assert "code" not in draft["groundedness_parts"] and result["passed"] is True, (draft, result)
+    assert result["answer"].startswith("Add `Query` inside `Annotated`")  # the model's own words, not an extract
 
 
 def test_a_written_reply_keeps_its_code_lines_and_a_cut_block_is_closed() -> None:
