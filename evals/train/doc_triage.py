@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from reground.evals.train.unit_ranker import Turn, collect_readings
+from reground.evals.train.unit_ranker import Turn, collect_readings, train_parser
 from reground.evals.train.unit_ranker import fit as fit_ranker
 
 MAX_ANSWERABLE_ABSTAINED = 0.0
@@ -220,21 +219,9 @@ def train(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m reground.evals.train.doc_triage", description=__doc__.split("\n")[0]
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("train", help="collect, fit leave-one-corpus-out, write the weights and summary")
-    p.add_argument("--docs", required=True, type=Path)
-    p.add_argument("--cases", required=True, type=Path)
-    p.add_argument("--data-dir", default=None)
+    parser, p = train_parser("python -m reground.evals.train.doc_triage", __doc__.split("\n")[0])
     p.add_argument("--cache", type=Path, default=None, help="keep the collected turns here and reuse them")
     p.add_argument("--out", type=Path, default=None, help="write both models here (default: the shipped ones)")
-    p.add_argument(
-        "--chat-model",
-        default=None,
-        help="also read every turn with this model's rewrites (e.g. local:default, with `reground llm serve` up)",
-    )
     args = parser.parse_args(argv)
     summary = train(
         args.docs, args.cases, data_dir=args.data_dir, cache=args.cache, out=args.out, chat_model_spec=args.chat_model

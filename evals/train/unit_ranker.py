@@ -285,10 +285,10 @@ units hold every `must_contain`; "without" is the graph's ranking by the judge a
 """
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m reground.evals.train.unit_ranker", description=__doc__.split("\n")[0]
-    )
+def train_parser(prog: str, description: str) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The documentation trainers' command line (this module's and evals/train/doc_triage.py's): the parser and its
+    `train` subcommand, with the arguments both read."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("train", help="collect, fit leave-one-corpus-out, write the weights and summary")
     p.add_argument("--docs", required=True, type=Path)
@@ -299,6 +299,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="also read every turn with this model's rewrites (e.g. local:default, with `reground llm serve` up)",
     )
+    return parser, p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser, _ = train_parser("python -m reground.evals.train.unit_ranker", __doc__.split("\n")[0])
     args = parser.parse_args(argv)
     summary = train(args.docs, args.cases, data_dir=args.data_dir, chat_model_spec=args.chat_model)
     print(json.dumps(summary["leave_one_corpus_out"], indent=1))
