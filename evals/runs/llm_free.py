@@ -16,7 +16,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 @dataclass
 class LlmFreeGraph:
-    """The compiled graph, its scripted model (reset it per case), the store and the context to run it with."""
+    """The compiled graph, its scripted model (reset per case; None when a real model runs it), the store and the
+    context to run it with."""
 
     graph: Any
     model: Any
