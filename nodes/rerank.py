@@ -108,7 +108,7 @@ def _rerank(state: State, env: NodeEnv) -> dict[str, Any]:
 
 def by_units(state: State, env: NodeEnv, candidates: list[Passage]) -> list[Passage] | None:
     """Documentation with code: the candidates whose best answer unit the unit ranker scores highest (signals/units.py;
-    the passages then hold the units the reply is made of). Used in place of the in-process rerankers ("sentence",
+    the passages then hold the units the reply is made of), plus the chunk ranker's score where it chose them. Used in place of the in-process rerankers ("sentence",
     "judge"); None when it does not rank this turn's units (`auto` and no code block among them, `off`, or a
     collection embedded by another model)."""
     context = env.context
@@ -133,6 +133,8 @@ def by_units(state: State, env: NodeEnv, candidates: list[Passage]) -> list[Pass
     best = [float("-inf")] * len(candidates)
     for unit in reading.evidence:
         best[unit.passage - 1] = max(best[unit.passage - 1], unit.unit_score or 0.0)
+    # Both are conditional logits over the turn's items: their sum weighs a passage by both models' odds.
+    best = [score + float(candidates[i].get("chunk_score", 0.0)) for i, score in enumerate(best)]
     ranked = sorted(range(len(candidates)), key=lambda i: (-best[i], i))[: context.top_n]
     return [
         Passage(**{**candidates[i], "rerank_score": round(best[i], 6), "rank": rank})

@@ -9,28 +9,18 @@ from __future__ import annotations
 from typing import Any
 
 from reground.nodes.common import NodeEnv
+from reground.nodes.context import Context
 from reground.nodes.state import State
 from reground.tools.adapters.chat import LLMReplyError
 from reground.tools.retrieval.query_transforms import transform_query
-from reground.tools.retrieval.search import conversation_query
+from reground.tools.retrieval.search import RetrievalQuery, conversation_query
 from reground.tools.signals.injection import guard_candidates, model_judge
 
 
 def retrieve(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
-    question = state["question"]
-    query_text = state.get("retrieval_query") or state.get("standalone_question") or question
-    # A re-grounding that suspects a change of subject searches the question without the conversation's topic.
-    history = [] if state.get("query_mode") == "new_topic" else state.get("history", [])
-    query = conversation_query(
-        question,
-        history,
-        context.budgets.history_token_budget,
-        search_question=query_text,
-        keywords=state.get("keywords", []),
-        expansions=expansions(query_text, state, env),
-        phrase_tokens=context.retrieval.phrase_history_tokens,
-    )
+    query_text = search_text(state)
+    query = search_query(state, context, expansions(query_text, state, env))
     env.progress("retrieve", "searching the documents", query=query_text)
     candidates = env.services.retriever(context).search(
         query,
@@ -49,6 +39,26 @@ def retrieve(state: State, env: NodeEnv) -> dict[str, Any]:
         candidates = [*candidates, *held]
     env.stats.notes.append(f"{len(candidates)} candidates for {state.get('query_mode', 'refined')} query")
     return {"candidates": candidates}
+
+
+def search_text(state: State) -> str:
+    return state.get("retrieval_query") or state.get("standalone_question") or state["question"]
+
+
+def search_query(state: State, context: Context, expanded: tuple[str, ...] = ()) -> RetrievalQuery:
+    """What the turn searches with (evals/train/chunk_ranker.py repeats a turn's last search with it)."""
+    # A re-grounding that suspects a change of subject searches the question without the conversation's topic.
+    history = [] if state.get("query_mode") == "new_topic" else state.get("history", [])
+    return conversation_query(
+        state["question"],
+        history,
+        context.budgets.history_token_budget,
+        search_question=search_text(state),
+        keywords=state.get("keywords", []),
+        expansions=expanded,
+        phrase_tokens=context.retrieval.phrase_history_tokens,
+        turn_question=state.get("standalone_question") or state["question"],
+    )
 
 
 def expansions(query_text: str, state: State, env: NodeEnv) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from langchain_core.language_models import BaseChatModel
 
 if TYPE_CHECKING:
     from reground.tools.adapters.embeddings import Embedder
+    from reground.tools.retrieval.chunk_ranker import ChunkRanker
     from reground.tools.retrieval.search import HybridRetriever, RetrievalSettings, SearchStore
     from reground.tools.signals.ask_back import AskBackModel
     from reground.tools.signals.doc_triage import DocTriage
@@ -173,6 +174,17 @@ class Services:
 
         return shipped_reader().logits
 
+    @staticmethod
+    def _chunk_ranker(store: SearchStore, settings: RetrievalSettings) -> ChunkRanker | None:
+        """The chunk ranker trained here (tools/retrieval/chunk_ranker.py) unless turned off; None for a collection
+        embedded by another model than MiniLM (its cosines are among its inputs)."""
+        from reground.tools.adapters.embeddings import MINILM_SPEC
+        from reground.tools.retrieval.chunk_ranker import shipped_chunk_ranker
+
+        if settings.chunk_ranking == "off" or getattr(store.embedder, "name", None) != MINILM_SPEC:
+            return None
+        return shipped_chunk_ranker()
+
     def retriever(self, context: ServiceSettings) -> HybridRetriever:
         from reground.tools.retrieval.search import HybridRetriever
 
@@ -182,6 +194,6 @@ class Services:
         with self._lock:
             retriever = self._retrievers.get(key)
             if retriever is None:
-                retriever = HybridRetriever(store, settings)
+                retriever = HybridRetriever(store, settings, chunk_ranker=self._chunk_ranker(store, settings))
                 self._retrievers[key] = retriever
         return retriever

@@ -33,4 +33,5 @@ class Passage(Chunk, total=False):
     doc_score: float
     paragraph_score: float
     rerank_score: float
+    chunk_score: float  # the chunk ranker's logit, when it chose the candidate (retrieval/chunk_ranker.py)
     rank: int

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from reground.evals.train.unit_ranker import Turn, collect_readings, train_parser
+from reground.evals.train.unit_ranker import Turn, collect_readings, collected_only, fold_readings, train_parser
 from reground.evals.train.unit_ranker import fit as fit_ranker
 
 MAX_ANSWERABLE_ABSTAINED = 0.0
@@ -159,6 +159,7 @@ def train(
     cache: Path | None = None,
     out: Path | None = None,
     chat_model_spec: str | None = None,
+    folds: dict[str, dict[str, list[Turn]]] | None = None,
 ) -> dict[str, Any]:
     """Collect (or read the turns a previous run kept in `cache`), fit, measure, write: the shipped models by default;
     with `out`, the unit ranker and triage fitted on these cases into that folder (and their summary). Each fit reads
@@ -172,7 +173,8 @@ def train(
     folds: dict[str, Any] = {}
     decided: dict[str, list[Decided]] = {name: [] for name in readings}
     for held in sorted({t.collection for t in turns}):
-        train_turns = [t for t in turns if t.collection != held]
+        fold_reading = (folds or {}).get(held, readings)  # the turns as this fold's chunk ranker chose candidates
+        train_turns = [t for reading in fold_reading.values() for t in reading if t.collection != held]
         ranker = fit_ranker([t for t in train_turns if t.answerability in ANSWERED])
         taught = with_constructed(train_turns)
         triage = fit_triage(taught, turn_rows(taught, ranker))
@@ -180,7 +182,7 @@ def train(
         UnitRanker(*ranker).save(folder / "unit_ranker.json")
         triage.save(folder / "doc_triage.json")
         folds[held] = {"trained_on": sorted({t.collection for t in train_turns})}
-        for name, reading in readings.items():
+        for name, reading in fold_reading.items():
             test_turns = [t for t in reading if t.collection == held]
             fold = [
                 Decided(t.case_id, t.collection, t.answerability, triage.decide(row)[0])
@@ -219,12 +221,19 @@ def train(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser, p = train_parser("python -m reground.evals.train.doc_triage", __doc__.split("\n")[0])
-    p.add_argument("--cache", type=Path, default=None, help="keep the collected turns here and reuse them")
+    parser, p = train_parser("python -m reground.evals.train.doc_triage", __doc__.split("\n")[0], folds=True)
     p.add_argument("--out", type=Path, default=None, help="write both models here (default: the shipped ones)")
     args = parser.parse_args(argv)
+    if collected_only(args):
+        return 0
     summary = train(
-        args.docs, args.cases, data_dir=args.data_dir, cache=args.cache, out=args.out, chat_model_spec=args.chat_model
+        args.docs,
+        args.cases,
+        data_dir=args.data_dir,
+        cache=args.cache,
+        out=args.out,
+        chat_model_spec=args.chat_model,
+        folds=fold_readings(args.fold_cache, args.cases),
     )
     print(json.dumps({k: summary[k] for k in ("leave_one_corpus_out", "leave_one_corpus_out_pooled")}, indent=1))
     print(f"wrote {summary['model']['weights']} and its summary", file=sys.stderr)

@@ -25,7 +25,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from reground.evals.runs.usefulness import holds_every
@@ -157,13 +157,20 @@ def collect_readings(
     return readings
 
 
-def standardiser(turns: Sequence[Turn]) -> tuple[np.ndarray, np.ndarray]:
+class Labelled(Protocol):
+    """A turn's items to rank (units here, paragraphs in evals/train/chunk_ranker.py): feature rows and labels."""
+
+    rows: np.ndarray
+    labels: np.ndarray
+
+
+def standardiser(turns: Sequence[Labelled]) -> tuple[np.ndarray, np.ndarray]:
     rows = np.concatenate([t.rows for t in turns])
     return rows.mean(axis=0), rows.std(axis=0) + 1e-6
 
 
-def fit(turns: Sequence[Turn]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(weights, mean, scale) of the conditional logit over each turn's units."""
+def fit(turns: Sequence[Labelled]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(weights, mean, scale) of the conditional logit over each turn's items (its holding ones share the target)."""
     mean, scale = standardiser(turns)
     taught = [t for t in turns if t.labels.any()]
     weights = np.zeros(mean.shape[0])
@@ -201,15 +208,40 @@ def measure(turns: Sequence[Turn], scores: Sequence[np.ndarray]) -> dict[str, fl
     return {"turns": len(turns), "best_unit": top1 / n, "best_reply_units": top2 / n, "three_passages": passages / n}
 
 
-def leave_one_corpus_out(readings: dict[str, list[Turn]]) -> dict[str, Any]:
+Readings = dict[str, list[Turn]]
+
+
+def answerable(readings: Readings) -> Readings:
+    """The turns a unit ranker learns from and is measured on: answerable, with `must_contain`."""
+    return {
+        name: [t for t in reading if t.answerability in ("ANSWERABLE", "PARTIAL") and t.must_contain]
+        for name, reading in readings.items()
+    }
+
+
+def fold_readings(specs: Sequence[str], cases: Path) -> dict[str, Readings]:
+    """`HELD=CACHE` pairs: per held-out collection, the turns collected with the chunk ranker fitted without it
+    (`REGROUND_DOC_MODELS=evals/results/units/loco/HELD ... train --collect-only --cache CACHE`), so that each fold's
+    candidates are chosen as its graph run chooses them."""
+    folds: dict[str, Readings] = {}
+    for spec in specs:
+        held, _, path = spec.partition("=")
+        if not held or not path:
+            raise ValueError(f"--fold-cache takes HELD=PATH, not {spec!r}")
+        folds[held] = collect_readings(Path(), cases, data_dir=None, chat_model_spec=None, cache=Path(path))
+    return folds
+
+
+def leave_one_corpus_out(readings: Readings, folds: dict[str, Readings] | None = None) -> dict[str, Any]:
     """Per held-out collection: fitted on every reading of the other collection's turns, measured on each reading
-    of the held-out one."""
-    turns = [t for reading in readings.values() for t in reading]
+    of the held-out one (`folds`: that collection's own collection of turns, where given)."""
     out: dict[str, Any] = {}
-    for held in sorted({t.collection for t in turns}):
+    for held in sorted({t.collection for reading in readings.values() for t in reading}):
+        fold = answerable((folds or {}).get(held, readings))
+        turns = [t for reading in fold.values() for t in reading]
         weights, mean, scale = fit([t for t in turns if t.collection != held])
         out[held] = {"trained_on": sorted({t.collection for t in turns if t.collection != held})}
-        for name, reading in readings.items():
+        for name, reading in fold.items():
             test = [t for t in reading if t.collection == held]
             out[held][name] = {
                 "unit_ranker": measure(test, [((t.rows - mean) / scale) @ weights for t in test]),
@@ -218,12 +250,23 @@ def leave_one_corpus_out(readings: dict[str, list[Turn]]) -> dict[str, Any]:
     return out
 
 
-def train(docs: Path, cases: Path, *, data_dir: str | None, chat_model_spec: str | None = None) -> dict[str, Any]:
+def train(
+    docs: Path,
+    cases: Path,
+    *,
+    data_dir: str | None,
+    chat_model_spec: str | None = None,
+    cache: Path | None = None,
+    folds: dict[str, Readings] | None = None,
+) -> dict[str, Any]:
     from reground.tools.signals.units import FEATURE_NAMES, UnitRanker
 
-    readings = collect_readings(docs, cases, data_dir=data_dir, chat_model_spec=chat_model_spec)
+    collected = collect_readings(
+        docs, cases, data_dir=data_dir, chat_model_spec=chat_model_spec, answerable_only=False, cache=cache
+    )
+    readings = answerable(collected)
     turns = [t for reading in readings.values() for t in reading]
-    held_out = leave_one_corpus_out(readings)
+    held_out = leave_one_corpus_out(readings, folds)
     weights, mean, scale = fit(turns)
     sha256 = UnitRanker(weights=weights, mean=mean, scale=scale).save(WEIGHTS)
     summary = {
@@ -285,9 +328,12 @@ units hold every `must_contain`; "without" is the graph's ranking by the judge a
 """
 
 
-def train_parser(prog: str, description: str) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
-    """The documentation trainers' command line (this module's and evals/train/doc_triage.py's): the parser and its
-    `train` subcommand, with the arguments both read."""
+def train_parser(
+    prog: str, description: str, *, folds: bool = False
+) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The documentation trainers' command line (this module's, evals/train/doc_triage.py's and chunk_ranker.py's):
+    the parser and its `train` subcommand, with the arguments they all read (`folds`: and the per-fold turns of the
+    two that read answer units)."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("train", help="collect, fit leave-one-corpus-out, write the weights and summary")
@@ -299,13 +345,51 @@ def train_parser(prog: str, description: str) -> tuple[argparse.ArgumentParser, 
         default=None,
         help="also read every turn with this model's rewrites (e.g. local:default, with `reground llm serve` up)",
     )
+    p.add_argument("--cache", type=Path, default=None, help="keep the collected turns here and reuse them")
+    if not folds:
+        return parser, p
+    p.add_argument("--collect-only", action="store_true", help="collect the turns into --cache and stop")
+    p.add_argument(
+        "--fold-cache",
+        action="append",
+        default=[],
+        metavar="HELD=CACHE",
+        help="the turns a held-out collection's fold is fitted and measured on (collected with its chunk ranker)",
+    )
     return parser, p
 
 
+def collected_only(args: argparse.Namespace) -> bool:
+    """`--collect-only`: collect every turn into `--cache` (the trainers' shared first step) and report it."""
+    if not args.collect_only:
+        return False
+    if args.cache is None:
+        raise SystemExit("--collect-only needs --cache")
+    readings = collect_readings(
+        args.docs,
+        args.cases,
+        data_dir=args.data_dir,
+        chat_model_spec=args.chat_model,
+        answerable_only=False,
+        cache=args.cache,
+    )
+    print(f"collected { ({name: len(r) for name, r in readings.items()}) } turns into {args.cache}", file=sys.stderr)
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser, _ = train_parser("python -m reground.evals.train.unit_ranker", __doc__.split("\n")[0])
+    parser, _ = train_parser("python -m reground.evals.train.unit_ranker", __doc__.split("\n")[0], folds=True)
     args = parser.parse_args(argv)
-    summary = train(args.docs, args.cases, data_dir=args.data_dir, chat_model_spec=args.chat_model)
+    if collected_only(args):
+        return 0
+    summary = train(
+        args.docs,
+        args.cases,
+        data_dir=args.data_dir,
+        chat_model_spec=args.chat_model,
+        cache=args.cache,
+        folds=fold_readings(args.fold_cache, args.cases),
+    )
     print(json.dumps(summary["leave_one_corpus_out"], indent=1))
     print(f"wrote {WEIGHTS}, {SUMMARY}, {CARD}", file=sys.stderr)
     return 0

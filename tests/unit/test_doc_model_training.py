@@ -101,3 +101,21 @@ def doc_triage_features() -> tuple[str, ...]:
     from reground.tools.signals.doc_triage import FEATURE_NAMES
 
     return FEATURE_NAMES
+
+
+def test_each_fold_is_fitted_and_measured_on_the_turns_collected_for_it() -> None:
+    """With per-fold turns (collected with that fold's chunk ranker), a fold reads only its own: here the answer
+    stands out in feature 0 in alpha's fold and feature 1 in beta's, so each fold is right only on its own turns."""
+    rng = np.random.default_rng(3)
+    main = readings(rng)
+    folds = {
+        "alpha": {LLM_FREE: [turn(f"{c}-{i}", c, 0, rng) for c in ("alpha", "beta") for i in range(30)]},
+        "beta": {LLM_FREE: [turn(f"{c}-{i}", c, 1, rng) for c in ("alpha", "beta") for i in range(30)]},
+    }
+    held_out = unit_ranker.leave_one_corpus_out(main, folds)
+    assert set(held_out["alpha"]) == {"trained_on", LLM_FREE}, "alpha's fold has its one reading, not main's two"
+    assert held_out["alpha"][LLM_FREE]["unit_ranker"]["best_unit"] > 0.8
+    assert held_out["beta"][LLM_FREE]["unit_ranker"]["best_unit"] > 0.8
+    assert set(unit_ranker.leave_one_corpus_out(main)["alpha"]) == {"trained_on", LLM_FREE, REWRITTEN}
+    unanswerable = Turn(**{**folds["alpha"][LLM_FREE][0].__dict__, "answerability": "UNANSWERABLE", "must_contain": []})
+    assert unit_ranker.answerable({LLM_FREE: [unanswerable]}) == {LLM_FREE: []}

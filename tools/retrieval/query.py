@@ -49,6 +49,13 @@ class RetrievalQuery:
     # The latest assistant replies, whose word n-grams the `document_phrases` signal looks up (replies quote the
     # documents they come from; the user's own words would only find documents that share common phrases).
     phrase_query: str = ""
+    # The turn's question as the dialogue reads it (the standalone rewrite, else the message), when `question` is a
+    # re-grounding's search text: what the chunk ranker reads paragraphs against. Empty: `question`.
+    turn_question: str = ""
+
+    @property
+    def asked(self) -> str:
+        return self.turn_question.strip() or self.question
 
 
 # The texts chunk-level signals search, and the whole-document signals with the text each one reads
@@ -72,6 +79,7 @@ def conversation_query(
     keywords: Sequence[str] = (),
     expansions: Sequence[str] = (),
     phrase_tokens: int = SEARCH.phrase_tokens,
+    turn_question: str = "",
 ) -> RetrievalQuery:
     """The query of a conversation turn: the question (or a rewrite of it, `search_question`), the question plus
     recent dialogue (`budget_tokens`), the latest assistant replies (`phrase_tokens` of them: the phrase query),
@@ -102,4 +110,5 @@ def conversation_query(
         topic_query=opening,
         earlier_turns=earlier,
         phrase_query=history_query("", [t for t in turns if is_assistant(t[0])], phrase_tokens),
+        turn_question=turn_question.strip(),
     )

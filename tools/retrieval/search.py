@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 import numpy as np
+from reground.tools.retrieval.chunk_ranker import ChunkRanker, ParagraphSignals, applies, chunk_feature_rows
 from reground.tools.retrieval.query import (
     CHUNK_TEXTS,
     DOCUMENT_SIGNALS,
@@ -121,9 +122,11 @@ class HybridRetriever:
         settings: RetrievalSettings | None = None,
         *,
         cache_size: int = SEARCH.cache_size,
+        chunk_ranker: ChunkRanker | None = None,
     ) -> None:
         self.store = store
         self.settings = settings or RetrievalSettings()
+        self.chunk_ranker = chunk_ranker  # paragraphs of documentation with code (chunk_ranker.py)
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._doc_indexes: OrderedDict[tuple[int, str], DocumentTermIndex] = OrderedDict()
@@ -415,19 +418,31 @@ class HybridRetriever:
             return []
         top = max(doc_scores.values())
         doc_norm = np.array([doc_scores[c["doc_id"]] / top if top > 0 else 0.0 for c in chunks], dtype=np.float32)
+        ranker = self.chunk_ranker
+        if ranker is not None and not applies(self.settings.chunk_ranking, chunks):
+            ranker = None
+        learned = paragraph_scoring and ranker is not None
         if paragraph_scoring:
-            para = self._paragraph_scores(query, chunks)
+            signals = self.paragraph_signals(query, chunks, doc_norm, ranked=learned)
+            para = signals.paragraph
             final = minmax_scaled(para) + self.settings.doc_prior_weight * doc_norm
-            # A keyword-stuffed chunk keeps a share of its score: it cannot take an honest paragraph's place.
             stuffed = np.array([chunk_is_stuffed(c) for c in chunks], dtype=bool)
-            final = np.where(stuffed, final * STUFFING.hit_weight, final)
+            if ranker is not None:
+                final = ranker.scores(chunk_feature_rows(query.asked, chunks, signals))
+                # A keyword-stuffed chunk ranks after every honest one.
+                final = np.where(stuffed, final - float(np.ptp(final)) - 1.0, final)
+            else:
+                # A keyword-stuffed chunk keeps a share of its score: it cannot take an honest paragraph's place.
+                final = np.where(stuffed, final * STUFFING.hit_weight, final)
         else:
             # Without fine-grained scoring: documents in fused order, chunks in document order.
             para = np.zeros(len(chunks), dtype=np.float32)
             final = -np.array(
                 [doc_rank[c["doc_id"]] * SEARCH.document_rank_stride + c["position"] for c in chunks], dtype=np.float32
             )
-        if paragraph_scoring:
+        if learned:  # the ranker reads the document's score itself
+            order = [int(i) for i in np.argsort(-final, kind="stable")[:paragraph_k]]
+        elif paragraph_scoring:
             order = select_across_documents(
                 final.tolist(), [c["doc_id"] for c in chunks], paragraph_k, self.settings.same_document_penalty
             )
@@ -440,23 +455,37 @@ class HybridRetriever:
             passage["doc_score"] = float(doc_scores[chunk["doc_id"]])
             passage["paragraph_score"] = float(para[i])
             passage["score"] = float(final[i])
+            if learned:
+                passage["chunk_score"] = float(final[i])
             passage["rank"] = rank
             passages.append(passage)
         return passages
 
-    def _paragraph_scores(self, query: RetrievalQuery, chunks: Sequence[Chunk]) -> np.ndarray:
-        """ConvRAG: cos(E(q'), E(p)) + w·Σ_k cos(E(k), E(p)) + w_lex·BM25(p) normalised to [0, 1]."""
+    def paragraph_signals(
+        self, query: RetrievalQuery, chunks: Sequence[Chunk], document: np.ndarray, *, ranked: bool = False
+    ) -> ParagraphSignals:
+        """ConvRAG's paragraph score, cos(E(q'), E(p)) + w·Σ_k cos(E(k), E(p)) + w_lex·BM25(p) normalised to [0, 1],
+        and, when `ranked`, what the chunk ranker reads beside it: the cosines with the turn's question (`query.asked`)
+        and with the dialogue (`document`: each chunk's document score, scaled)."""
         s = self.settings
         matrix = np.asarray(self.store.embeddings_for([c["chunk_id"] for c in chunks]), dtype=np.float32)
         # Keywords are embedded only when their cosines count (one row each in the turn's embedding call).
         keywords = [k for k in dict.fromkeys(query.keywords) if k.strip()] if s.keyword_weight else []
         question = query.question.strip() or query.history_query
-        vectors = self.embed([question, *keywords])
-        scores = matrix @ vectors[0]
-        if s.history_paragraph_weight and query.history_query.strip():
-            scores = scores + s.history_paragraph_weight * (matrix @ self.embed([query.history_query])[0])
+        asked = query.asked.strip() or question
+        vectors = self.embed([question, *keywords, *([asked] if ranked else [])])
+        dense = matrix @ vectors[0]
+        dialogue = np.zeros(len(chunks), dtype=np.float32)
+        if (s.history_paragraph_weight or ranked) and query.history_query.strip():
+            dialogue = matrix @ self.embed([query.history_query])[0]
+        scores = dense + s.history_paragraph_weight * dialogue
         if keywords and s.keyword_weight:
             scores = scores + s.keyword_weight * (matrix @ vectors[1:].T).sum(axis=1)
         if s.lexical_paragraph_weight:
             scores = scores + s.lexical_paragraph_weight * overlap_scores(query, chunks)
-        return np.asarray(scores, dtype=np.float32)
+        return ParagraphSignals(
+            dense=np.asarray(matrix @ vectors[-1] if ranked else dense, dtype=np.float32),
+            dialogue_dense=np.asarray(dialogue, dtype=np.float32),
+            paragraph=np.asarray(scores, dtype=np.float32),
+            document=document,
+        )

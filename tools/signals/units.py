@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import numpy as np
 from reground.tools.signals.evidence import Evidence, word_overlap
@@ -68,7 +68,11 @@ def structured_turn(evidence: Sequence[Evidence]) -> bool:
 
 @dataclass(frozen=True)
 class UnitRanker:
-    """A standardising linear scorer: one logit per unit; a turn's units rank by it."""
+    """A standardising linear scorer: one logit per unit; a turn's units rank by it (a subclass names other
+    `FEATURES`: retrieval/chunk_ranker.py's paragraphs)."""
+
+    FEATURES: ClassVar[tuple[str, ...]] = FEATURE_NAMES
+    WHAT: ClassVar[str] = "unit ranker"
 
     weights: np.ndarray
     mean: np.ndarray
@@ -81,7 +85,7 @@ class UnitRanker:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "features": list(FEATURE_NAMES),
+            "features": list(self.FEATURES),
             "weights": [round(float(w), 6) for w in self.weights],
             "mean": [round(float(m), 6) for m in self.mean],
             "scale": [round(float(s), 6) for s in self.scale],
@@ -93,9 +97,9 @@ class UnitRanker:
         return hashlib.sha256(path.read_bytes()).hexdigest()
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> UnitRanker:
-        if tuple(data.get("features", ())) != FEATURE_NAMES:
-            raise ValueError(f"the unit ranker's features {data.get('features')} are not {list(FEATURE_NAMES)}")
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        if tuple(data.get("features", ())) != cls.FEATURES:
+            raise ValueError(f"the {cls.WHAT}'s features {data.get('features')} are not {list(cls.FEATURES)}")
         return cls(
             weights=np.asarray(data["weights"], dtype=np.float32),
             mean=np.asarray(data["mean"], dtype=np.float32),

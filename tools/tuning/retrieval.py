@@ -68,6 +68,13 @@ class RetrievalSettings:
     # score per passage already taken from its document, so the top documents each get their best paragraph
     # before a second paragraph of one document; 0 = plain score order.
     same_document_penalty: float = 0.03
+    # Which paragraphs of those documents become candidates on documentation with code: the chunk ranker trained
+    # on developer docs (tools/retrieval/chunk_ranker.py) instead of the score above. "auto": when the documents'
+    # paragraphs hold a fenced code block; "on": always; "off" (default): never. It keeps the paragraph holding the
+    # answer more often (evals/results/units/chunk_ranker.json), but the unit ranker and the documentation triage
+    # downstream were fitted on this score's candidates: with it, techdocs dev leave-one-corpus-out answered one more
+    # unanswerable turn than the target allows (techdocs_dev/reground_loco_chunk_ranker/; docs/experiments.md).
+    chunk_ranking: Literal["auto", "on", "off"] = "off"
     # The default rerank (`sentence_rerank`): a candidate's retrieval score (max-normalised) plus this weight times
     # the cosine of its sentence closest to the question. On the doc2dial dev turns with a gold answer (whole graph,
     # scripted model) the kept passages held the gold document more often than with the fusion rerank or the
