@@ -54,7 +54,10 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
     clarified = state.get("query_mode") == "clarified"
     references = [] if clarified else unresolved_references(state["question"], state.get("history", []))
     near = readings(state.get("candidates", []), context.triage.reading_ratio)  # documents about as close as the best
-    found = near if references else []
+    # On documentation with code the heads trained on developer docs decide whether to ask back (they read how many
+    # pages fit): a definite reference there is mostly generic ("the request fails", "the difference between").
+    documentation = bool(evidence) and evidence[0].unit_score is not None
+    found = near if references and not documentation else []
     signals = {
         "support": round(supported, 4),
         "coverage": round(covered, 4),
@@ -86,7 +89,7 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         env.stats.notes.append(f"the passages answer once per variant ({', '.join(labels)}) and none is named")
         options = [ClarifyOption(label=variant_of(p), doc_id=p["doc_id"], chunk_id=p["chunk_id"]) for p in variants]
         return {**update, "decision": "clarify", "options": options, "clarify_about": "variant"}
-    if reading is not None and evidence and evidence[0].unit_score is not None:
+    if reading is not None and documentation:
         return {**update, **documentation_decision(state, reading, clarified, signals, env)}
     if reading is not None and reading.answerable is not None:
         asked_back = (

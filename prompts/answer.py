@@ -43,8 +43,9 @@ EVIDENCE = """The passage sentences closest to this question (use them if they a
 PARTIAL = "The documents do not mention {missing}."
 
 # A reply the judge finds only close to an answer: the passages' closest sentences, said as such (ReGround's middle
-# band; CRAG's "ambiguous").
-HEDGE = "The documents do not say this exactly. The closest they come is: {quote}"
+# band; CRAG's "ambiguous"). It says the reading is unsure, not that the documents lack the answer: on techdocs dev
+# most hedged replies to answerable questions quote the right call (evals/results/techdocs_dev/reground_loco/).
+HEDGE = "The documents may not answer this exactly. The closest they come is: {quote}"
 NOT_FOUND = "I could not find this in the documents available to you, so I won't guess: {escalation}."
 
 EMPTY_QUESTION = "Please type a question. I answer questions about the documents in '{collection}'."
