@@ -286,6 +286,45 @@ README_FIGURES: tuple[Figures, ...] = (
     ),
     Figures(
         "README.md",
+        "`techdocs_dev/reground_loco_chunk_ranker/`): useful {} ({} / {}), UNANSWERABLE answered {}, UNDERSPECIFIED",
+        (
+            ref(
+                "techdocs_dev/reground_loco_chunk_ranker/summary.json",
+                "usefulness",
+                "all",
+                "classes",
+                "ANSWERABLE",
+                "useful",
+            ),
+            ref(
+                "techdocs_dev/reground_loco_chunk_ranker/summary.json",
+                "usefulness",
+                "fastapi",
+                "classes",
+                "ANSWERABLE",
+                "useful",
+            ),
+            ref(
+                "techdocs_dev/reground_loco_chunk_ranker/summary.json",
+                "usefulness",
+                "uv",
+                "classes",
+                "ANSWERABLE",
+                "useful",
+            ),
+            ref("techdocs_dev/reground_loco_chunk_ranker/summary.json", "behaviour", "UNANSWERABLE", "answer"),
+        ),
+    ),
+    Figures(
+        "README.md",
+        "asked back {}, ANSWERABLE abstained {}: one unanswerable turn over the target, as the unit ranker and the",
+        (
+            ref("techdocs_dev/reground_loco_chunk_ranker/summary.json", "behaviour", "UNDERSPECIFIED", "clarify"),
+            ref("techdocs_dev/reground_loco_chunk_ranker/summary.json", "behaviour", "ANSWERABLE", "abstain"),
+        ),
+    ),
+    Figures(
+        "README.md",
         "| replies carrying site markup (links, admonitions, tabs, macros) | {} | **{}** | 0 |",
         (
             ref("techdocs_dev/landed_5062c30/usefulness.json", "usefulness", "all", "replies_with_markup"),
