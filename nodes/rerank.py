@@ -108,9 +108,9 @@ def _rerank(state: State, env: NodeEnv) -> dict[str, Any]:
 
 def by_units(state: State, env: NodeEnv, candidates: list[Passage]) -> list[Passage] | None:
     """Documentation with code: the candidates whose best answer unit the unit ranker scores highest (signals/units.py;
-    the passages then hold the units the reply is made of), plus the chunk ranker's score where it chose them. Used in place of the in-process rerankers ("sentence",
-    "judge"); None when it does not rank this turn's units (`auto` and no code block among them, `off`, or a
-    collection embedded by another model)."""
+    the passages then hold the units the reply is made of), plus the chunk ranker's score where it chose them. Used
+    in place of the in-process rerankers ("sentence", "judge"); None when it does not rank this turn's units (`auto`
+    and no code block among them, `off`, or a collection embedded by another model)."""
     context = env.context
     mode = context.evidence.unit_ranking
     if mode == "off" or (mode == "auto" and not any(has_code_block(c["text"]) for c in candidates)):

@@ -644,7 +644,7 @@ def code_docs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
 def test_on_documentation_with_code_a_generic_definite_reference_is_left_to_the_documentation_triage(
     code_docs: tuple[Any, str],
 ) -> None:
-    """"the request fails" names nothing the user has in mind: on developer docs the heads trained there decide
+    """ "the request fails" names nothing the user has in mind: on developer docs the heads trained there decide
     whether to ask back, not the reference rule (which asked back on this clear opening with four page titles)."""
     store, data_dir = code_docs
     question = "how do i make a query param optional in fastapi? right now the request fails when i leave it out"
