@@ -170,7 +170,7 @@ def train(
         docs, cases, data_dir=data_dir, chat_model_spec=chat_model_spec, answerable_only=False, cache=cache
     )
     turns = [t for reading in readings.values() for t in reading]
-    folds: dict[str, Any] = {}
+    held_out: dict[str, Any] = {}
     decided: dict[str, list[Decided]] = {name: [] for name in readings}
     for held in sorted({t.collection for t in turns}):
         fold_reading = (folds or {}).get(held, readings)  # the turns as this fold's chunk ranker chose candidates
@@ -181,15 +181,15 @@ def train(
         folder = (out or FOLD_MODELS.parent) / "loco" / held
         UnitRanker(*ranker).save(folder / "unit_ranker.json")
         triage.save(folder / "doc_triage.json")
-        folds[held] = {"trained_on": sorted({t.collection for t in train_turns})}
+        held_out[held] = {"trained_on": sorted({t.collection for t in train_turns})}
         for name, reading in fold_reading.items():
             test_turns = [t for t in reading if t.collection == held]
             fold = [
                 Decided(t.case_id, t.collection, t.answerability, triage.decide(row)[0])
                 for t, row in zip(test_turns, turn_rows(test_turns, ranker), strict=True)
             ]
-            decided[name].extend(fold)
-            folds[held][name] = behaviour(fold)
+            decided.setdefault(name, []).extend(fold)
+            held_out[held][name] = behaviour(fold)
     ranker = fit_ranker([t for t in turns if t.answerability in ANSWERED])
     taught = with_constructed(turns)
     shipped = fit_triage(taught, turn_rows(taught, ranker))
@@ -211,7 +211,7 @@ def train(
             "max_answerable_asked_back": MAX_ANSWERABLE_ASKED,
             "max_unanswerable_answered": MAX_UNANSWERABLE_ANSWERED,
         },
-        "leave_one_corpus_out": folds,
+        "leave_one_corpus_out": held_out,
         "leave_one_corpus_out_pooled": {name: behaviour(d) for name, d in decided.items()},
         "decisions": {name: [d.__dict__ for d in ds] for name, ds in decided.items()},
     }

@@ -4,6 +4,8 @@ reading, and the triage's calibrated answer threshold keeps the unanswerable tur
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from reground.evals.train import doc_triage, unit_ranker
 from reground.evals.train.unit_ranker import LLM_FREE, REWRITTEN, Turn
@@ -119,3 +121,20 @@ def test_each_fold_is_fitted_and_measured_on_the_turns_collected_for_it() -> Non
     assert set(unit_ranker.leave_one_corpus_out(main)["alpha"]) == {"trained_on", LLM_FREE, REWRITTEN}
     unanswerable = Turn(**{**folds["alpha"][LLM_FREE][0].__dict__, "answerability": "UNANSWERABLE", "must_contain": []})
     assert unit_ranker.answerable({LLM_FREE: [unanswerable]}) == {LLM_FREE: []}
+
+
+def test_the_triage_trainer_fits_and_measures_each_fold_on_its_own_turns(tmp_path: Path) -> None:
+    """The triage trainer's folds read the turns collected for them (`--fold-cache`), not the main collection."""
+    import pickle
+
+    rng = np.random.default_rng(4)
+    main = readings(rng)
+    cache = tmp_path / "main.pkl"
+    cache.write_bytes(pickle.dumps(main))
+    folds = {held: {LLM_FREE: main[LLM_FREE]} for held in ("alpha", "beta")}
+    summary = doc_triage.train(
+        tmp_path / "docs.jsonl", tmp_path / "cases.jsonl", data_dir=None, cache=cache, out=tmp_path / "out", folds=folds
+    )
+    for held in ("alpha", "beta"):
+        assert set(summary["leave_one_corpus_out"][held]) == {"trained_on", LLM_FREE}
+    assert (tmp_path / "out" / "loco" / "alpha" / "doc_triage.json").is_file()
