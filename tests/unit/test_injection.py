@@ -511,6 +511,22 @@ def test_a_quote_holding_a_flagged_sentence_carries_a_warning_and_the_reply_drop
     assert warned["quote"] == QUOTE_WARNING + text, "the quote is whole, with a warning"
 
 
+def test_the_guard_keeps_a_code_block_s_indentation_and_blank_lines() -> None:
+    """Indentation is code: a reply's code block passes the guard as written, with nothing flagged and with a flagged
+    sentence taken out of its prose (the reply's Python lost its indentation and blank lines on every turn)."""
+    fence = "`" * 3
+    code = f"{fence}python\nfrom fastapi import FastAPI\n\n@app.get('/')\nasync def main():\n    return {{'ok': True}}\n{fence}"
+    reply = f"Return a dict from the function:\n{code}\nThe  dict  becomes JSON."
+    passages = [{"chunk_id": "c", "doc_id": "d", "text": reply}]
+    said, passed, *_ = guard_reply(reply, True, None, "answer", [], passages, "NF")
+    assert passed and said == reply
+    flagged = [{"chunk_id": "c", "doc_id": "d", "text": f"{reply} {POLICY_ORDER}"}]
+    said, passed, *_ = guard_reply(f"{reply} {POLICY_ORDER}", True, None, "answer", [], flagged, "NF")
+    assert passed and "bank PIN" not in said
+    assert code in said, said
+    assert said.endswith("The dict becomes JSON."), "the prose around it is tidied"
+
+
 def test_the_extract_reply_never_chooses_a_flagged_sentence() -> None:
     from reground.tools.signals.evidence import Evidence
 

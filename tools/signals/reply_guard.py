@@ -9,7 +9,7 @@ from typing import Any, TypeVar, cast
 
 from reground.tools.signals.contacts import contact_key, contact_keys, contacts
 from reground.tools.signals.injection import flag_passage, passage_flags, split_sentences, unit_flagged
-from reground.tools.text.sentences import CITATION
+from reground.tools.text.sentences import CITATION, normalised
 
 QUOTE_WARNING = "[Warning: this passage holds text flagged as an injected instruction; it was not followed] "
 FLAGGED_REPLY_REASON = "the reply's only content was text flagged as an injected instruction"
@@ -79,10 +79,11 @@ def _without_flagged(text: str, flagged: Mapping[str, tuple[str, ...]]) -> str:
         parts = split_sentences(line)
         keep = [p for p in parts if not unit_flagged(p, {}, None)]
         lines.append(" ".join(keep) if len(keep) != len(parts) else line)
-    out = "\n".join(line for line in lines if line.strip())
+    out = "\n".join(lines)
     if out == text:
         return text
-    return "\n".join(" ".join(line.split()) for line in out.split("\n")).strip()
+    # Something was taken out: the prose is tidied, a code block's lines stay as they were (indentation is code).
+    return normalised(out).strip()
 
 
 def unsupported_contacts(answer: str, cited_texts: Sequence[str], removed_sentences: Sequence[str]) -> list[str]:
