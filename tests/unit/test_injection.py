@@ -515,7 +515,8 @@ def test_the_guard_keeps_a_code_block_s_indentation_and_blank_lines() -> None:
     """Indentation is code: a reply's code block passes the guard as written, with nothing flagged and with a flagged
     sentence taken out of its prose (the reply's Python lost its indentation and blank lines on every turn)."""
     fence = "`" * 3
-    code = f"{fence}python\nfrom fastapi import FastAPI\n\n@app.get('/')\nasync def main():\n    return {{'ok': True}}\n{fence}"
+    body = "from fastapi import FastAPI\n\n@app.get('/')\nasync def main():\n    return {'ok': True}"
+    code = f"{fence}python\n{body}\n{fence}"
     reply = f"Return a dict from the function:\n{code}\nThe  dict  becomes JSON."
     passages = [{"chunk_id": "c", "doc_id": "d", "text": reply}]
     said, passed, *_ = guard_reply(reply, True, None, "answer", [], passages, "NF")
