@@ -15,6 +15,7 @@ from reground.tools.signals.code_terms import code_names, unsupported_code
 
 from reground.testing.fake_chat import ScriptedChatModel
 
+FENCE = "`" * 3
 PAGE = """# Query Parameters and String Validations
 
 ## Add `Query` to `Annotated` in the `q` parameter
@@ -60,6 +61,15 @@ FAITHFUL = (
 )
 def test_unsupported_code_against_the_page(reply: str, absent: list[str]) -> None:
     assert unsupported_code(reply, [PAGE]) == absent
+
+
+def test_a_pinned_hash_is_no_name_and_its_tail_is_not_one_either() -> None:
+    """`actions/checkout@3d3c42e5...`: a hex pin starts with a digit; the letters inside it are not an identifier of
+    their own (the written-reply check reported "d3c42e5..." as code the passages lack, though they hold the pin)."""
+    pin = "3d3c42e5aac5ba805825da76410c181273ba90b1"
+    reply = f"{FENCE}yaml\nsteps:\n  - uses: actions/checkout@{pin} # v7.0.1\n{FENCE}"
+    assert not any(pin[1:] in name for name in code_names(reply))
+    assert unsupported_code(reply, [reply]) == []
 
 
 def test_comments_strings_keywords_and_the_users_own_names_are_not_checked() -> None:

@@ -23,7 +23,7 @@ _PROSE_CODE = re.compile(
     r"|\b[A-Z][a-z0-9]+[A-Z]\w*\b"  # CamelCase
     r"|\b[A-Za-z_]\w*\("  # a call
 )
-_IDENTIFIER = re.compile(r"(?<![\w-])--?[a-zA-Z][\w-]*|[A-Za-z_](?:[\w.-]*\w)?")
+_IDENTIFIER = re.compile(r"(?<![\w-])--?[a-zA-Z][\w-]*|(?<![\w-])[A-Za-z_](?:[\w.-]*\w)?")
 # Links, addresses and host names are contacts, which the contact check reads (signals/injection.py).
 _CONTACT = re.compile(
     r"\b(?:https?://|www\.)\S+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\b[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|app|"
