@@ -26,7 +26,7 @@ from reground.tools.signals.answerability import (
     unresolved_references,
 )
 from reground.tools.signals.ask_back import ask_back_features
-from reground.tools.signals.doc_triage import doc_triage_features, page_scores
+from reground.tools.signals.doc_triage import doc_triage_features, heading_match, page_scores
 from reground.tools.signals.reading import TurnReading, read_turn
 
 MIN_OPTIONS = 2  # fact: a choice needs two
@@ -136,7 +136,9 @@ def documentation_decision(
     # words to it would read as covered by passages that only share the conversation's topic.
     asked = state["question"]
     covered = coverage(asked, [p["text"] for p in state.get("passages", [])])[0]
-    row = doc_triage_features(asked, history, reading.evidence, pages, covered)
+    kept = [p["chunk_id"] for p in state.get("passages", [])]
+    heading = heading_match(question_of(state), candidates, kept)
+    row = doc_triage_features(asked, history, reading.evidence, pages, covered, heading)
     model = env.services.doc_triage()
     decision, answerable, underspecified = model.decide(row, may_ask_back=context.use_clarify and not clarified)
     signals.update(doc_answerable=round(answerable, 4), doc_underspecified=round(underspecified, 4))

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from reground.evals.train.unit_ranker import Turn, collect_readings, collected_only, fold_readings, train_parser
 from reground.evals.train.unit_ranker import fit as fit_ranker
+from reground.tools.signals.units import FEATURE_NAMES as UNIT_FEATURES
 
 MAX_ANSWERABLE_ABSTAINED = 0.0
 MAX_ANSWERABLE_ASKED = 0.02
@@ -45,6 +46,7 @@ SUMMARY = Path("evals/results/units/doc_triage.json")
 # Per held-out collection, the unit ranker and triage fitted without it: what a leave-one-corpus-out run of the graph
 # loads (REGROUND_DOC_MODELS=evals/results/units/loco/<collection>, tools/signals/units.py).
 FOLD_MODELS = Path("evals/results/units/loco")
+SECTION = UNIT_FEATURES.index("section_lexical")  # the unit rows' heading overlap (signals/units.py)
 
 
 @dataclass
@@ -100,7 +102,9 @@ def turn_rows(turns: Sequence[Turn], ranker: tuple[np.ndarray, np.ndarray, np.nd
         passage_units = [u for u in units if u.passage in kept]
         covered, _ = coverage(turn.asked, [turn.candidate_texts[n - 1] for n in kept])
         pages = page_scores(units, turn.candidate_doc_ids)
-        rows.append(doc_triage_features(turn.asked, turn.history, passage_units, pages, covered))
+        # The units' section_lexical (signals/units.py): heading_match's share, per unit's passage.
+        heading = max((float(turn.rows[i, SECTION]) for i, u in enumerate(turn.units) if u.passage in kept), default=0.0)
+        rows.append(doc_triage_features(turn.asked, turn.history, passage_units, pages, covered, heading))
     return np.asarray(rows, dtype=np.float32)
 
 

@@ -7,7 +7,13 @@ import numpy as np
 from reground.nodes.context import Context
 from reground.nodes.finalize import citations_for, quoting_passages
 from reground.tools.retrieval.variants import competing_variants, label_words, prefer_named_variant
-from reground.tools.signals.doc_triage import FEATURE_NAMES, doc_triage_features, page_scores, shipped_doc_triage
+from reground.tools.signals.doc_triage import (
+    FEATURE_NAMES,
+    doc_triage_features,
+    heading_match,
+    page_scores,
+    shipped_doc_triage,
+)
 from reground.tools.signals.evidence import Evidence, relevance_parts
 from reground.tools.signals.reading import EvidenceWeights, read_turn
 from reground.tools.signals.units import rank_units, shipped_unit_ranker, structured_turn, unit_feature_rows
@@ -79,7 +85,7 @@ def test_the_documentation_triage_asks_back_on_a_vague_opening_and_answers_a_spe
     model = shipped_doc_triage()
     pages = {"a": 2.0, "b": 1.8, "c": 1.7}
     units = [_unit(CODE, 1, 0.4, 0.3)]
-    vague = doc_triage_features("how do I configure it?", [], units, pages, 1.0)
+    vague = doc_triage_features("how do I configure it?", [], units, pages, 1.0, 0.0)
     specific_units = [_unit(CODE, 1, 0.9, 1.0)]
     history = [{"role": "user", "text": "query params"}, {"role": "assistant", "text": "Use Query."}]
     specific = doc_triage_features(
@@ -88,12 +94,28 @@ def test_the_documentation_triage_asks_back_on_a_vague_opening_and_answers_a_spe
         specific_units,
         {"a": 4.0, "b": 1.0},
         1.0,
+        0.5,
     )
     assert vague.shape == (len(FEATURE_NAMES),)
     assert model.decide(vague)[0] == "clarify"
     assert model.decide(vague, may_ask_back=False)[0] != "clarify"
     assert model.decide(specific)[0] == "answer"
     assert page_scores([_unit(CODE, 2)], ["x", "y"]) == {"y": 0.0}
+
+
+def test_the_heading_match_reads_the_kept_passages_headings_only() -> None:
+    """ "set up uv in github actions" is a page's heading: the triage reads how much of the question the kept
+    passages' title and heading path hold (it asked this opening back, naming that very page)."""
+    candidates = [
+        {"chunk_id": "g", "title": "Using uv in GitHub Actions", "section": "Installation"},
+        {"chunk_id": "p", "title": "Building and publishing a package", "section": "Publishing"},
+    ]
+    question = "set up uv in github actions"
+    assert heading_match(question, candidates, ["g"]) > heading_match(question, candidates, ["p"])
+    assert heading_match(question, candidates, []) == 0.0
+    assert heading_match("how do I set the version?", candidates, ["g", "p"]) < heading_match(
+        question, candidates, ["g"]
+    )
 
 
 def test_the_named_variant_keeps_its_passages_and_an_unnamed_one_is_a_choice() -> None:

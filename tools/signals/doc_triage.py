@@ -6,8 +6,8 @@ in German?" finds the validation page), so they read almost everything as answer
 the unit ranker ranks a turn (the candidates hold code or a table, signals/units.py), triage decides with these heads
 instead, over what the turn measured: the best unit's score and its lead over the best unit of any other page, the
 best cosine and word overlap, the share of the question's words the passages hold, how many pages fit about as well
-as the best, how many content words the question has, whether it leans on a pronoun, and whether it opens the
-conversation. `answerable`: ANSWERABLE and PARTIAL against UNANSWERABLE; `underspecified`: UNDERSPECIFIED against the
+as the best, how many content words the question has, whether it leans on a pronoun, whether it opens the
+conversation, and how much of it the passages' headings hold. `answerable`: ANSWERABLE and PARTIAL against UNANSWERABLE; `underspecified`: UNDERSPECIFIED against the
 rest. Thresholds are calibrated leave-one-corpus-out (evals/train/doc_triage.py).
 
 Weights ship with the package (reground/data/units/doc_triage.json, sha256-pinned), trained by
@@ -27,14 +27,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from reground.tools.signals.evidence import Evidence
+from reground.tools.signals.evidence import Evidence, word_overlap
 from reground.tools.signals.judge import Head, logistic
 from reground.tools.signals.units import documentation_model
 from reground.tools.text.lexical import lexical_tokens
 from reground.tools.tuning.turn import TRIAGE
 
 DOC_TRIAGE_FILE = "doc_triage.json"
-DOC_TRIAGE_SHA256 = "4141b9c8615d9a895a7f45f7a6f8a70e7ac114a6d900347772220d3ffcf5f308"
+DOC_TRIAGE_SHA256 = "4c1105b12ff74da2950f716b7cb691a190c7f593e312a9a9cbd6ca0f7f1ef2ee"
 
 FEATURE_NAMES = (
     "best_unit",
@@ -46,6 +46,7 @@ FEATURE_NAMES = (
     "log_content_words",
     "has_pronoun",
     "opening",
+    "heading",
 )
 _PRONOUN = re.compile(r"\b(it|its|them|they|that|this|those|these|there|one)\b", re.I)
 READING_MARGIN = TRIAGE.doc_reading_margin  # a page fits "about as well" when its best unit is this close (logit)
@@ -66,9 +67,11 @@ def doc_triage_features(
     passage_units: Sequence[Evidence],
     candidate_pages: Mapping[str, float],
     coverage: float,
+    heading: float,
 ) -> np.ndarray:
     """One row of FEATURE_NAMES: `passage_units`, the passages' units as the unit ranker scored them;
-    `candidate_pages`, every candidate page's best unit score (`page_scores`)."""
+    `candidate_pages`, every candidate page's best unit score (`page_scores`); `heading`, how much of the question
+    the passages' heading paths hold (`heading_match`)."""
     ranked = sorted(candidate_pages.values(), reverse=True)
     best = ranked[0] if ranked else 0.0
     lead = best - ranked[1] if len(ranked) > 1 else 0.0
@@ -84,9 +87,21 @@ def doc_triage_features(
             math.log1p(len(set(lexical_tokens(question)))),
             1.0 if _PRONOUN.search(question) else 0.0,
             0.0 if history else 1.0,
+            heading,
         ],
         dtype=np.float32,
     )
+
+
+def heading_match(question: str, candidates: Sequence[Mapping[str, Any]], kept: Sequence[str]) -> float:
+    """The best share of the question's words (IDF over the candidates) that a kept passage's title and heading path
+    hold: "set up uv in github actions" is the heading of a page, "how do I set the version?" of none. The unit
+    ranker's `section_lexical`, per passage."""
+    if not candidates:
+        return 0.0
+    shares = word_overlap(question, [f"{c.get('title', '')} {c.get('section', '')}" for c in candidates])
+    held = [share for c, share in zip(candidates, shares, strict=True) if c.get("chunk_id") in set(kept)]
+    return max(held, default=0.0)
 
 
 @dataclass(frozen=True)
