@@ -12,8 +12,9 @@ from reground.nodes.common import NodeEnv
 from reground.nodes.context import Context
 from reground.nodes.state import State
 from reground.tools.adapters.chat import LLMReplyError
+from reground.tools.retrieval.query import turn_search_query
 from reground.tools.retrieval.query_transforms import transform_query
-from reground.tools.retrieval.search import RetrievalQuery, conversation_query
+from reground.tools.retrieval.search import RetrievalQuery
 from reground.tools.signals.injection import guard_candidates, model_judge
 
 
@@ -46,18 +47,9 @@ def search_text(state: State) -> str:
 
 
 def search_query(state: State, context: Context, expanded: tuple[str, ...] = ()) -> RetrievalQuery:
-    """What the turn searches with (evals/train/chunk_ranker.py repeats a turn's last search with it)."""
-    # A re-grounding that suspects a change of subject searches the question without the conversation's topic.
-    history = [] if state.get("query_mode") == "new_topic" else state.get("history", [])
-    return conversation_query(
-        state["question"],
-        history,
-        context.budgets.history_token_budget,
-        search_question=search_text(state),
-        keywords=state.get("keywords", []),
-        expansions=expanded,
-        phrase_tokens=context.retrieval.phrase_history_tokens,
-        turn_question=state.get("standalone_question") or state["question"],
+    """What the turn searches with (evals/train/chunk_ranker.py repeats a turn's last search the same way)."""
+    return turn_search_query(
+        state, context.budgets.history_token_budget, context.retrieval.phrase_history_tokens, expanded
     )
 
 

@@ -52,8 +52,8 @@ def collect(docs: Path, cases: Path, *, data_dir: str | None, chat_model_spec: s
     from reground.evals.data.datasets import load_cases
     from reground.evals.runs.answers import SCOPE_FIELD, case_scope
     from reground.evals.runs.llm_free import llm_free_graph
-    from reground.nodes.retrieve import search_query
     from reground.tools.retrieval.chunk_ranker import chunk_feature_rows
+    from reground.tools.retrieval.query import turn_search_query
     from reground.tools.services import Services
 
     run = llm_free_graph(
@@ -70,7 +70,9 @@ def collect(docs: Path, cases: Path, *, data_dir: str | None, chat_model_spec: s
             continue
         state = run.final_state(case, scoped=True)
         where = case_scope(case, SCOPE_FIELD)
-        query = search_query(state, run.context)
+        query = turn_search_query(
+            state, run.context.budgets.history_token_budget, run.context.retrieval.phrase_history_tokens
+        )
         pool = retriever.search(query, where=where, doc_k=run.context.budgets.doc_candidates, paragraph_k=POOL)
         if not pool:
             continue

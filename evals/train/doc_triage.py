@@ -103,7 +103,8 @@ def turn_rows(turns: Sequence[Turn], ranker: tuple[np.ndarray, np.ndarray, np.nd
         covered, _ = coverage(turn.asked, [turn.candidate_texts[n - 1] for n in kept])
         pages = page_scores(units, turn.candidate_doc_ids)
         # The units' section_lexical (signals/units.py): heading_match's share, per unit's passage.
-        heading = max((float(turn.rows[i, SECTION]) for i, u in enumerate(turn.units) if u.passage in kept), default=0.0)
+        held = [float(turn.rows[i, SECTION]) for i, unit in enumerate(turn.units) if unit.passage in kept]
+        heading = max(held, default=0.0)
         rows.append(doc_triage_features(turn.asked, turn.history, passage_units, pages, covered, heading))
     return np.asarray(rows, dtype=np.float32)
 

@@ -286,7 +286,8 @@ README_FIGURES: tuple[Figures, ...] = (
     ),
     Figures(
         "README.md",
-        "the triage read headings; `techdocs_dev/reground_loco_chunk_ranker/`): useful {} ({} / {}), UNANSWERABLE answered {}, UNDERSPECIFIED",
+        "the triage read headings; `techdocs_dev/reground_loco_chunk_ranker/`): useful {} ({} / {}), "
+        "UNANSWERABLE answered {}, UNDERSPECIFIED",
         (
             ref(
                 "techdocs_dev/reground_loco_chunk_ranker/summary.json",

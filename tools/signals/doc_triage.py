@@ -7,8 +7,9 @@ the unit ranker ranks a turn (the candidates hold code or a table, signals/units
 instead, over what the turn measured: the best unit's score and its lead over the best unit of any other page, the
 best cosine and word overlap, the share of the question's words the passages hold, how many pages fit about as well
 as the best, how many content words the question has, whether it leans on a pronoun, whether it opens the
-conversation, and how much of it the passages' headings hold. `answerable`: ANSWERABLE and PARTIAL against UNANSWERABLE; `underspecified`: UNDERSPECIFIED against the
-rest. Thresholds are calibrated leave-one-corpus-out (evals/train/doc_triage.py).
+conversation, and how much of it the passages' headings hold. `answerable`: ANSWERABLE and PARTIAL against
+UNANSWERABLE; `underspecified`: UNDERSPECIFIED against the rest. Thresholds are calibrated leave-one-corpus-out
+(evals/train/doc_triage.py).
 
 Weights ship with the package (reground/data/units/doc_triage.json, sha256-pinned), trained by
 `python -m reground.evals.train.doc_triage train`, never at run time.
