@@ -137,7 +137,7 @@ def train(
                 "convrag": kept_shares(test, [p.baseline for p in test]),
             }
     weights, mean, scale = fit(pools)
-    weights_path, summary_path = (out / WEIGHTS.name, out / SUMMARY.name) if out else (WEIGHTS, SUMMARY)
+    weights_path, summary_path = (out / WEIGHTS.name, out / "chunk_ranker_summary.json") if out else (WEIGHTS, SUMMARY)
     sha256 = ChunkRanker(weights=weights, mean=mean, scale=scale).save(weights_path)
     summary = {
         "model": {"weights": str(weights_path), "sha256": sha256, "features": list(CHUNK_FEATURES)},

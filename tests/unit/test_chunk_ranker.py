@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -122,3 +124,30 @@ def test_a_fitted_ranker_keeps_the_holding_paragraph_that_the_baseline_order_dro
     baseline = kept_shares(test, [p.baseline for p in test])
     assert baseline["holding_in_3"] == 0.0
     assert learned["holding_in_3"] == 1.0
+
+
+def test_the_trainer_writes_a_loadable_ranker_and_its_folds_to_a_folder_of_your_own(tmp_path: Path) -> None:
+    """`--out DIR` (your own documentation): the weights, one per held-out collection, and a summary beside them."""
+    import pickle
+
+    from reground.evals.train.chunk_ranker import train
+
+    rng = np.random.default_rng(1)
+
+    def pool(case: str, collection: str) -> Pool:
+        rows = rng.normal(size=(6, len(CHUNK_FEATURES))).astype(np.float32)
+        labels = np.zeros(6, dtype=np.float32)
+        labels[int(rng.integers(6))] = 1.0
+        return Pool(case, collection, rows, labels, baseline=-np.arange(6, dtype=np.float32))
+
+    cache = tmp_path / "pools.pkl"
+    cache.write_bytes(pickle.dumps({"llm_free": [pool(f"{c}{i}", c) for c in ("a", "b") for i in range(5)]}))
+    out = tmp_path / "models"
+    summary = train(tmp_path / "docs.jsonl", tmp_path / "cases.jsonl", data_dir=None, cache=cache, out=out)
+    for path in (
+        out / "chunk_ranker.json",
+        out / "loco" / "a" / "chunk_ranker.json",
+        out / "loco" / "b" / "chunk_ranker.json",
+    ):
+        assert ChunkRanker.from_json(json.loads(path.read_text())).weights.shape == (len(CHUNK_FEATURES),)
+    assert set(summary["leave_one_corpus_out"]) == {"a", "b"}
