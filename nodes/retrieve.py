@@ -12,7 +12,7 @@ from reground.nodes.common import NodeEnv
 from reground.nodes.context import Context
 from reground.nodes.state import State
 from reground.tools.adapters.chat import LLMReplyError
-from reground.tools.retrieval.query import turn_search_query
+from reground.tools.retrieval.query import search_text, turn_search_query
 from reground.tools.retrieval.query_transforms import transform_query
 from reground.tools.retrieval.search import RetrievalQuery
 from reground.tools.signals.injection import guard_candidates, model_judge
@@ -40,10 +40,6 @@ def retrieve(state: State, env: NodeEnv) -> dict[str, Any]:
         candidates = [*candidates, *held]
     env.stats.notes.append(f"{len(candidates)} candidates for {state.get('query_mode', 'refined')} query")
     return {"candidates": candidates}
-
-
-def search_text(state: State) -> str:
-    return state.get("retrieval_query") or state.get("standalone_question") or state["question"]
 
 
 def search_query(state: State, context: Context, expanded: tuple[str, ...] = ()) -> RetrievalQuery:

@@ -7,6 +7,7 @@ import inspect
 import json
 import shutil
 import types
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,15 @@ def hr_store(hr_store_dir: str) -> Any:
 # module that does (found to a fixed point, so a helper calling a helper counts). Unit tests that embed a few texts
 # with MiniLM directly stay in the fast lane (about a second).
 INTEGRATION_DIR = Path(__file__).resolve().parent / "integration"
-REAL_STORE_CALLS = ("PassageStore", "ingest(", "ingest_paths(", "get_embedder(", "embed_passages(", "run_ingest(")
+REAL_STORE_CALLS = (
+    "PassageStore",
+    "ingest(",
+    "ingest_paths(",
+    "get_embedder(",
+    "embed_passages(",
+    "run_ingest(",
+    "store_of_rows(",
+)
 
 
 def _source(func: Any) -> str:
@@ -141,3 +150,15 @@ def copy_of_hr_store(hr_store_dir: str, tmp_path_factory: pytest.TempPathFactory
     target = tmp_path_factory.mktemp(label) / "store"
     shutil.copytree(hr_store_dir, target)
     return str(target)
+
+
+def store_of_rows(root: Path, collection: str, rows: Iterable[Mapping[str, Any]]) -> tuple[Any, str]:
+    """A real store holding these documents (one JSON line each, ingested as a user would), and its data dir."""
+    from reground.tools.stores.ingest import ingest
+    from reground.tools.stores.store import PassageStore
+
+    corpus = root / "docs.jsonl"
+    corpus.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    store = PassageStore.open(collection, data_dir=root / "data", create=True)
+    assert not ingest([corpus], store, progress=False).errors
+    return store, str(root / "data")

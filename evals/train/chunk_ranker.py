@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 from reground.evals.runs.usefulness import holds_every
-from reground.evals.train.unit_ranker import LLM_FREE, REWRITTEN, fit, train_parser
+from reground.evals.train.unit_ranker import fit, named_weights, readings_cached, train_parser, training_data
 from reground.tools.retrieval.chunk_ranker import CHUNK_FEATURES, ChunkRanker
 
 POOL = 10_000  # every paragraph of the documents searched
@@ -112,16 +112,9 @@ def train(
 ) -> dict[str, Any]:
     """Collect (or read the turns `cache` kept), fit per held-out collection and on all, write: the shipped ranker
     by default; with `out`, into that folder (as the doc_triage trainer's `--out`: one for REGROUND_DOC_MODELS)."""
-    import pickle
-
-    if cache is not None and cache.exists():
-        readings: dict[str, list[Pool]] = pickle.loads(cache.read_bytes())
-    else:
-        readings = {LLM_FREE: collect(docs, cases, data_dir=data_dir)}
-        if chat_model_spec:
-            readings[REWRITTEN] = collect(docs, cases, data_dir=data_dir, chat_model_spec=chat_model_spec)
-        if cache is not None:
-            cache.write_bytes(pickle.dumps(readings))
+    readings = readings_cached(
+        cache, chat_model_spec, lambda spec: collect(docs, cases, data_dir=data_dir, chat_model_spec=spec)
+    )
     pools = [p for reading in readings.values() for p in reading]
     held_out: dict[str, Any] = {}
     for held in sorted({p.collection for p in pools}):
@@ -141,18 +134,9 @@ def train(
     sha256 = ChunkRanker(weights=weights, mean=mean, scale=scale).save(weights_path)
     summary = {
         "model": {"weights": str(weights_path), "sha256": sha256, "features": list(CHUNK_FEATURES)},
-        "data": {
-            "docs": str(docs),
-            "cases": str(cases),
-            "chat_model": chat_model_spec,
-            "readings": {name: len(reading) for name, reading in readings.items()},
-            "turns_with_a_holding_paragraph": {
-                name: sum(bool(p.labels.any()) for p in reading) for name, reading in readings.items()
-            },
-            "label": "a paragraph holding every must_contain string of its turn",
-        },
+        "data": training_data(docs, cases, chat_model_spec, readings, "paragraph"),
         "leave_one_corpus_out": held_out,
-        "weights": {name: round(float(w), 4) for name, w in zip(CHUNK_FEATURES, weights, strict=True)},
+        "weights": named_weights(CHUNK_FEATURES, weights),
     }
     summary_path.parent.mkdir(parents=True, exist_ok=True)
     summary_path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")

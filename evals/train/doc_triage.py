@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from reground.evals.train.unit_ranker import Turn, collect_readings, collected_only, fold_readings, train_parser
+from reground.evals.train.unit_ranker import Turn, collect_readings, collected_only, train_parser, trainer_options
 from reground.evals.train.unit_ranker import fit as fit_ranker
 from reground.tools.signals.units import FEATURE_NAMES as UNIT_FEATURES
 
@@ -231,15 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if collected_only(args):
         return 0
-    summary = train(
-        args.docs,
-        args.cases,
-        data_dir=args.data_dir,
-        cache=args.cache,
-        out=args.out,
-        chat_model_spec=args.chat_model,
-        folds=fold_readings(args.fold_cache, args.cases),
-    )
+    summary = train(args.docs, args.cases, out=args.out, **trainer_options(args))
     print(json.dumps({k: summary[k] for k in ("leave_one_corpus_out", "leave_one_corpus_out_pooled")}, indent=1))
     print(f"wrote {summary['model']['weights']} and its summary", file=sys.stderr)
     return 0

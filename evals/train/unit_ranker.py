@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from reground.evals.runs.usefulness import holds_every
@@ -40,6 +41,7 @@ SUMMARY = Path("evals/results/units/summary.json")
 CARD = Path("reground/data/units/MODEL_CARD.md")
 LLM_FREE = "llm_free"  # the turns as the graph reads them without an LLM (follow-ups unrewritten)
 REWRITTEN = "rewritten"  # ... and with a chat model's rewrites of the follow-ups
+Item = TypeVar("Item")
 
 
 @dataclass
@@ -142,19 +144,58 @@ def collect_readings(
     """Every turn as the graph reads it without an LLM and, with `chat_model_spec`, with that model's rewrites of the
     follow-ups too: the units' cosines and overlaps move with the rewrite, so models fitted on one reading alone
     misjudge the other (the graph runs with the local LLM when one is up, without it otherwise)."""
-    import pickle
+    return readings_cached(
+        cache,
+        chat_model_spec,
+        lambda spec: collect_turns(
+            docs, cases, data_dir=data_dir, answerable_only=answerable_only, chat_model_spec=spec
+        ),
+    )
 
+
+def readings_cached(
+    cache: Path | None, chat_model_spec: str | None, collect: Callable[[str | None], list[Item]]
+) -> dict[str, list[Item]]:
+    """The documentation trainers' collection (this module's turns, chunk_ranker.py's paragraph pools): read
+    without an LLM and, with `chat_model_spec`, with that model's rewrites; kept in `cache` and read back from it."""
     if cache is not None and cache.exists():
-        cached: dict[str, list[Turn]] = pickle.loads(cache.read_bytes())
-        return cached
-    readings = {LLM_FREE: collect_turns(docs, cases, data_dir=data_dir, answerable_only=answerable_only)}
+        return read_readings(cache)
+    readings = {LLM_FREE: collect(None)}
     if chat_model_spec:
-        readings[REWRITTEN] = collect_turns(
-            docs, cases, data_dir=data_dir, answerable_only=answerable_only, chat_model_spec=chat_model_spec
-        )
+        readings[REWRITTEN] = collect(chat_model_spec)
     if cache is not None:
         cache.write_bytes(pickle.dumps(readings))
     return readings
+
+
+def read_readings(cache: Path) -> dict[str, Any]:
+    """What a trainer's `--cache` kept (a clear error when it is not there)."""
+    if not cache.is_file():
+        raise FileNotFoundError(
+            f"no collected turns at {cache}: collect them first (`train ... --collect-only --cache`)"
+        )
+    loaded: dict[str, Any] = pickle.loads(cache.read_bytes())
+    return loaded
+
+
+def training_data(
+    docs: Path, cases: Path, chat_model_spec: str | None, readings: Mapping[str, Sequence[Labelled]], item: str
+) -> dict[str, Any]:
+    """A ranker summary's `data`: what it was fitted on, per reading, and what its positives are."""
+    return {
+        "docs": str(docs),
+        "cases": str(cases),
+        "chat_model": chat_model_spec,
+        "readings": {name: len(reading) for name, reading in readings.items()},
+        f"turns_with_a_holding_{item}": {
+            name: sum(bool(t.labels.any()) for t in reading) for name, reading in readings.items()
+        },
+        "label": f"a {item} holding every must_contain string of its turn",
+    }
+
+
+def named_weights(features: Sequence[str], weights: np.ndarray) -> dict[str, float]:
+    return {name: round(float(w), 4) for name, w in zip(features, weights, strict=True)}
 
 
 class Labelled(Protocol):
@@ -219,7 +260,7 @@ def answerable(readings: Readings) -> Readings:
     }
 
 
-def fold_readings(specs: Sequence[str], cases: Path) -> dict[str, Readings]:
+def fold_readings(specs: Sequence[str]) -> dict[str, Readings]:
     """`HELD=CACHE` pairs: per held-out collection, the turns collected with the chunk ranker fitted without it
     (`REGROUND_DOC_MODELS=evals/results/units/loco/HELD ... train --collect-only --cache CACHE`), so that each fold's
     candidates are chosen as its graph run chooses them."""
@@ -228,7 +269,7 @@ def fold_readings(specs: Sequence[str], cases: Path) -> dict[str, Readings]:
         held, _, path = spec.partition("=")
         if not held or not path:
             raise ValueError(f"--fold-cache takes HELD=PATH, not {spec!r}")
-        folds[held] = collect_readings(Path(), cases, data_dir=None, chat_model_spec=None, cache=Path(path))
+        folds[held] = read_readings(Path(path))
     return folds
 
 
@@ -271,18 +312,9 @@ def train(
     sha256 = UnitRanker(weights=weights, mean=mean, scale=scale).save(WEIGHTS)
     summary = {
         "model": {"weights": str(WEIGHTS), "sha256": sha256, "features": list(FEATURE_NAMES), "l2": L2, "steps": STEPS},
-        "data": {
-            "docs": str(docs),
-            "cases": str(cases),
-            "chat_model": chat_model_spec,
-            "readings": {name: len(reading) for name, reading in readings.items()},
-            "turns_with_a_holding_unit": {
-                name: sum(bool(t.labels.any()) for t in reading) for name, reading in readings.items()
-            },
-            "label": "a unit holding every must_contain string of its turn",
-        },
+        "data": training_data(docs, cases, chat_model_spec, readings, "unit"),
         "leave_one_corpus_out": held_out,
-        "weights": {name: round(float(w), 4) for name, w in zip(FEATURE_NAMES, weights, strict=True)},
+        "weights": named_weights(FEATURE_NAMES, weights),
     }
     SUMMARY.parent.mkdir(parents=True, exist_ok=True)
     SUMMARY.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
@@ -359,6 +391,16 @@ def train_parser(
     return parser, p
 
 
+def trainer_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of `train` that the documentation trainers' shared command line gives."""
+    return {
+        "data_dir": args.data_dir,
+        "chat_model_spec": args.chat_model,
+        "cache": args.cache,
+        "folds": fold_readings(args.fold_cache),
+    }
+
+
 def collected_only(args: argparse.Namespace) -> bool:
     """`--collect-only`: collect every turn into `--cache` (the trainers' shared first step) and report it."""
     if not args.collect_only:
@@ -382,14 +424,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if collected_only(args):
         return 0
-    summary = train(
-        args.docs,
-        args.cases,
-        data_dir=args.data_dir,
-        chat_model_spec=args.chat_model,
-        cache=args.cache,
-        folds=fold_readings(args.fold_cache, args.cases),
-    )
+    summary = train(args.docs, args.cases, **trainer_options(args))
     print(json.dumps(summary["leave_one_corpus_out"], indent=1))
     print(f"wrote {WEIGHTS}, {SUMMARY}, {CARD}", file=sys.stderr)
     return 0

@@ -3,8 +3,6 @@ not hold fails, and the loops replace it with the passages' own unit instead of 
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +12,7 @@ from reground.nodes.context import Context
 from reground.tools.signals.code_terms import code_names, unsupported_code
 
 from reground.testing.fake_chat import ScriptedChatModel
+from tests.conftest import store_of_rows
 
 FENCE = "`" * 3
 PAGE = """# Query Parameters and String Validations
@@ -82,15 +81,8 @@ def test_comments_strings_keywords_and_the_users_own_names_are_not_checked() -> 
 
 @pytest.fixture(scope="module")
 def docs_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
-    from reground.tools.stores.ingest import ingest
-    from reground.tools.stores.store import PassageStore
-
-    root = tmp_path_factory.mktemp("code-terms")
-    corpus = Path(root) / "docs.jsonl"
-    corpus.write_text(json.dumps({"doc_id": "query.md", "title": "Query", "text": PAGE}) + "\n", encoding="utf-8")
-    store = PassageStore.open("test-code-terms", data_dir=root / "store", create=True)
-    assert not ingest([corpus], store, progress=False).errors
-    return store, str(root / "store")
+    rows = [{"doc_id": "query.md", "title": "Query", "text": PAGE}]
+    return store_of_rows(tmp_path_factory.mktemp("code-terms"), "test-code-terms", rows)
 
 
 def _turn(reply: str, docs_store: tuple[Any, str], *, quote: bool) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -19,6 +19,7 @@ from reground.tools.retrieval.search import RetrievalSettings
 from reground.tools.signals.answerability import coverage, readings, stands_alone, unresolved_references
 
 from reground.testing.fake_chat import ScriptedChatModel
+from tests.conftest import store_of_rows
 
 
 def turns(graph: Any, context: Context, *questions: str, thread: str = "t") -> list[dict[str, Any]]:
@@ -103,11 +104,6 @@ POLICIES = {
 @pytest.fixture(scope="module")
 def leave_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
     """Four leave policies that all fit "the leave policy": an ambiguous question has four readings."""
-    from reground.tools.stores.ingest import ingest
-    from reground.tools.stores.store import PassageStore
-
-    root = tmp_path_factory.mktemp("leave")
-    corpus = root / "policies.jsonl"
     rows = [
         {
             "doc_id": f"leave-{code.lower()}",
@@ -118,10 +114,7 @@ def leave_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
         }
         for code, (name, days) in POLICIES.items()
     ]
-    corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-    store = PassageStore.open("leave-policies", data_dir=root / "data", create=True)
-    assert not ingest([corpus], store, progress=False).errors
-    return store, str(root / "data")
+    return store_of_rows(tmp_path_factory.mktemp("leave"), "leave-policies", rows)
 
 
 def test_an_ambiguous_question_asks_which_reading_and_the_next_message_resolves_it(
@@ -629,16 +622,8 @@ CODE_PAGES = {
 
 @pytest.fixture(scope="module")
 def code_docs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
-    from reground.tools.stores.ingest import ingest
-    from reground.tools.stores.store import PassageStore
-
-    root = tmp_path_factory.mktemp("code-docs")
-    corpus = Path(root) / "docs.jsonl"
     rows = [{"doc_id": d, "title": title, "text": text} for d, (title, text) in CODE_PAGES.items()]
-    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    store = PassageStore.open("test-code-docs", data_dir=root / "store", create=True)
-    assert not ingest([corpus], store, progress=False).errors
-    return store, str(root / "store")
+    return store_of_rows(tmp_path_factory.mktemp("code-docs"), "test-code-docs", rows)
 
 
 def test_on_documentation_with_code_a_generic_definite_reference_is_left_to_the_documentation_triage(

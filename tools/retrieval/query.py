@@ -122,15 +122,19 @@ def turn_search_query(
     or the message), the dialogue (none when a re-grounding suspects a change of subject), the keywords, and the
     turn's question for the chunk ranker. The retrieve node and evals/train/chunk_ranker.py both build it here."""
     question = str(state["question"])
-    standalone = str(state.get("standalone_question") or question)
     history = [] if state.get("query_mode") == "new_topic" else list(state.get("history", []))
     return conversation_query(
         question,
         history,
         budget_tokens,
-        search_question=str(state.get("retrieval_query") or standalone),
+        search_question=search_text(state),
         keywords=list(state.get("keywords", [])),
         expansions=expansions,
         phrase_tokens=phrase_tokens,
-        turn_question=standalone,
+        turn_question=str(state.get("standalone_question") or question),
     )
+
+
+def search_text(state: Mapping[str, Any]) -> str:
+    """The text a turn searches: a re-grounding's query, else the standalone question, else the message."""
+    return str(state.get("retrieval_query") or state.get("standalone_question") or state["question"])

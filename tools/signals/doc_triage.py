@@ -101,7 +101,8 @@ def heading_match(question: str, candidates: Sequence[Mapping[str, Any]], kept: 
     if not candidates:
         return 0.0
     shares = word_overlap(question, [f"{c.get('title', '')} {c.get('section', '')}" for c in candidates])
-    held = [share for c, share in zip(candidates, shares, strict=True) if c.get("chunk_id") in set(kept)]
+    wanted = set(kept)
+    held = [share for c, share in zip(candidates, shares, strict=True) if c.get("chunk_id") in wanted]
     return max(held, default=0.0)
 
 
