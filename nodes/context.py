@@ -290,6 +290,7 @@ class Context(EnvSettings):
             judge=self.evidence.judge_rank_weight,
             reader=self.evidence.reader_weight,
             units=self.evidence.unit_ranking,
+            reader_top=self.evidence.reader_top,
         )
 
     def model_for(self, role: Role) -> str:

@@ -140,6 +140,7 @@ class EvidenceSettings(Group):
     continuity_weight: float = tuned(EVIDENCE, "continuity_weight", ge=0.0)
     judge_rank_weight: float = tuned(EVIDENCE, "judge_rank_weight", ge=0.0)
     reader_weight: float = tuned(EVIDENCE, "reader_weight", ge=0.0)
+    reader_top: Count = tuned(EVIDENCE, "reader_top")
     unit_ranking: Literal["auto", "on", "off"] = tuned(EVIDENCE, "unit_ranking")
     unit_reply_units: AtLeastOne = tuned(EVIDENCE, "unit_reply_units")
     answer_evidence: Count = tuned(EVIDENCE, "answer_evidence")

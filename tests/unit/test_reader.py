@@ -186,3 +186,55 @@ def test_units_the_unit_ranker_orders_are_read_only_where_the_reader_can_change_
     expected = rank_units(ranker, question, full.evidence, passages)
     assert [(e.text, e.unit_score) for e in ranked.evidence] == [(e.text, e.unit_score) for e in expected]
     assert ranked.evidence[-1].judge == expected[-1].judge and ranked.answerable == full.answerable
+
+
+def test_with_reader_top_the_reader_reads_only_the_judge_s_best_sentences_and_the_rest_rank_below_them() -> None:
+    """`evidence.reader_top`: the judge (here it scores the sentences by a hand-set column) picks which sentences the
+    reader reads; one it skips takes the worst logit read, so it never rises above a read one."""
+    from dataclasses import replace as changed
+
+    from reground.tools.signals.reading import judge_best
+
+    width = len(SCALAR_NAMES) + 384
+    judge = indifferent_judge(width)
+    lexical = SCALAR_NAMES.index("lexical")
+    w1 = np.zeros((width, 2), dtype=np.float32)
+    w1[lexical, 0] = 1.0
+    judge = changed(judge, w1=w1, w2=np.asarray([1.0, 0.0], dtype=np.float32))
+    sentences = [
+        "You pay a fee of £50 for the gown hire, charged once each term.",
+        "The gown hire desk is on Level 5.",
+        "Gowns are returned after the ceremony.",
+        "The library opens at 8 am.",
+    ]
+    read: list[str] = []
+
+    def reader(query: str, texts: Sequence[str]) -> np.ndarray:
+        read.extend(texts)
+        return np.asarray([4.0 if "£50" in s else -2.0 for s in texts], dtype=np.float32)
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        vectors = np.ones((len(texts), 384), dtype=np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    passages = [{"doc_id": "gown", "title": "Gown hire", "text": " ".join(sentences), "score": 1.0}]
+    question = "What does the gown hire fee cost?"
+    every = read_turn(question, question, [], passages, embed, EvidenceWeights(), judge=judge, reader=reader)
+    assert len(read) == 4
+    read.clear()
+    two = read_turn(question, question, [], passages, embed, EvidenceWeights(reader_top=2), judge=judge, reader=reader)
+    assert len(read) == 2, "only the judge's best two"
+    best_read = min(e.judge for e in two.evidence if e.text in read)
+    assert all(e.judge <= best_read for e in two.evidence if e.text not in read)
+    assert two.evidence[0].text == every.evidence[0].text == sentences[0]
+    assert judge_best(np.asarray([0.1, 0.9, 0.5]), [0, 1, 2], 2) == ([1, 2], [0])
+    assert judge_best(np.asarray([0.1, 0.9, 0.5]), [0, 2], 5) == ([0, 2], [])
+    assert judge_best(np.asarray([0.1, 0.9, 0.5]), [0, 1, 2], 0) == ([0, 1, 2], [])
+
+
+def test_reader_top_is_a_context_setting_that_reaches_the_reading() -> None:
+    from reground.nodes.context import Context
+
+    assert Context(evidence={"reader_top": 6}).evidence_weights().reader_top == 6
+    with pytest.raises(Exception, match="reader_top"):
+        Context(evidence={"reader_top": -1})

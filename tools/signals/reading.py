@@ -36,6 +36,7 @@ class EvidenceWeights:
     judge: float = 1.0  # the judge's probability's weight beside the hand-made score
     reader: float = 1.0  # the reader's logit's weight beside the judge's (0: the reader is not asked)
     units: str = "auto"  # the unit ranker ranks the units: "on", "off", or "auto" (when they hold code or a table)
+    reader_top: int = 0  # the reader reads only the judge's best this many sentences (0: every one)
 
 
 @dataclass(frozen=True)
@@ -109,9 +110,12 @@ def read_turn(
         # whose own score is not below 0 never is), so only the units scoring below 0 are read; the others keep
         # the judge's probability alone.
         wanted = [i for i, e in enumerate(evidence) if not ranks_units or e.score < 0]
+        wanted, unread = judge_best(judge.sentence_logits(inputs), wanted, weights.reader_top)
         if wanted:
             logits = reader(reader_query(question, dialogue_query), [evidence[i].text for i in wanted])
             read[wanted] = weights.reader * np.asarray(logits, dtype=np.float32)
+            # A sentence the judge ranks below every one read is assumed no better read: never raised above them.
+            read[unread] = min(0.0, float(read[wanted].min()))
     probabilities, answerable = sentence_probabilities(judge, inputs, covered, read)
     judged = [
         replace(e, judge=round(p, 6), judge_weight=weights.judge) for e, p in zip(evidence, probabilities, strict=True)
@@ -120,3 +124,12 @@ def read_turn(
     if ranks_units and unit_ranker is not None:
         judged = rank_units(unit_ranker, question, judged, passages)
     return TurnReading(judged, answerable, inputs if keep_inputs else None, covered, missing, dialogue_query)
+
+
+def judge_best(judge_logits: np.ndarray, wanted: Sequence[int], top: int) -> tuple[list[int], list[int]]:
+    """(the `top` of `wanted` the judge scores best, in `wanted`'s order; the rest). The reader costs one ONNX call
+    a sentence, most of a turn's cost outside retrieval; the sentences the judge ranks low are rarely the answer."""
+    if top <= 0 or len(wanted) <= top:
+        return list(wanted), []
+    best = set(sorted(wanted, key=lambda i: (-float(judge_logits[i]), i))[:top])
+    return [i for i in wanted if i in best], [i for i in wanted if i not in best]

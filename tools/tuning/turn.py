@@ -229,6 +229,14 @@ class EvidenceTuning:
             "with_reader; docs/experiments.md compares weights)."
         ),
     )
+    reader_top: int = setting(
+        0,
+        meaning=(
+            "With the reader: it reads only the this many sentences the judge scores best (0: every sentence). A "
+            "sentence is one ONNX call, most of a turn's cost outside retrieval; the ones it skips are assumed no "
+            "better read than the worst it read (evals/README.md, 'Cost')."
+        ),
+    )
     unit_ranking: str = setting(
         "auto",
         meaning=(
