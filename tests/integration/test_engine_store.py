@@ -112,6 +112,55 @@ def test_ingest_is_idempotent_and_replaces_an_edited_document(
     assert restored.replaced == 1 and engine_store.count() == before
 
 
+def test_stale_screening_marks_are_refreshed_in_the_engine_without_embedding(
+    spec: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Documents ingested under other injection rules, ingested again unchanged: their chunks' flags, marks, scope
+    tokens and field statistics are updated in place (the same rows, no embedding); a second ingest writes nothing."""
+    from reground.tools.signals import injection, injection_screen
+    from reground.tools.stores.factory import open_store
+    from reground.tools.stores.ingest import ingest_documents
+
+    from tests.unit.test_ingest_rescreen import DOCS, CountingEmbedder, _assert_current, _older_rules
+
+    embedder = CountingEmbedder()
+    store = open_store(spec, "engine-rescreen", embedder=embedder, create=True)
+    settings = Path(tempfile.mkdtemp(prefix="reground-rescreen-"))
+    try:
+        monkeypatch.setattr(injection_screen, "rules_fingerprint", lambda: "the rules of an older reground")
+        monkeypatch.setattr(injection, "_passage_flags", _older_rules)
+        assert not ingest_documents(DOCS, store, progress=False, settings_root=settings).errors
+        monkeypatch.undo()
+        stale = store.chunks_for_documents(["expenses", "leave"])  # cached per store version
+        assert "injection_flags" in {c["doc_id"]: c["metadata"] for c in stale}["leave"]
+        hashes, version = store.document_hashes(), store.version()
+        with store._conn() as conn:
+            rows = conn.execute(f"SELECT row_id, chunk_id FROM {store.t['chunks']} ORDER BY row_id").fetchall()
+        embedder.texts.clear()
+
+        summary = ingest_documents(DOCS, store, progress=False, settings_root=settings)
+
+        assert (summary.rescreened, summary.unchanged, summary.chunks_added, embedder.texts) == (2, 2, 0, [])
+        assert store.document_hashes() == hashes and store.version() != version
+        _assert_current(store.chunks_for_documents(["expenses", "leave"], where={"country": "DE"}))
+        _assert_current(store.all_chunks())
+        with store._conn() as conn:
+            assert conn.execute(f"SELECT row_id, chunk_id FROM {store.t['chunks']} ORDER BY row_id").fetchall() == rows
+            flagged = conn.execute(
+                f"SELECT doc_id FROM {store.t['chunks']} WHERE scope_tokens::text LIKE '%injection_flags%'"
+            ).fetchall()
+            values = conn.execute(
+                f"SELECT value, docs FROM {store.t['values']} WHERE field = 'injection_flags'"
+            ).fetchall()
+        assert flagged == [("expenses",)] and len(values) == 1 and values[0][0].endswith(f"{DOCS[0].text[-40:]}']")
+        version = store.version()
+        again = ingest_documents(DOCS, store, progress=False, settings_root=settings)
+        assert (again.rescreened, again.unchanged, store.version()) == (0, 2, version)
+    finally:
+        store.drop()
+        shutil.rmtree(settings, ignore_errors=True)
+
+
 def test_a_graph_turn_through_the_store_spec_answers_inside_the_scope(spec: str, engine_store: Any) -> None:
     """`Context(store=spec)`: the graph's services open the engine store themselves (no store instance given)."""
     model = ScriptedChatModel()

@@ -11,32 +11,41 @@ sentences and title (signals/injection.py) and whether it is keyword stuffing (s
 that fails anywhere is skipped and named with the reason in `errors`; the others are ingested (issue 38). The
 progress bar counts characters, so it moves within a large file; the collection's trusted domains are learned
 from what was written (stores/trusted_domains.py).
+
+An unchanged document is not rewritten, but its chunks' screening marks (signals/injection_screen.py) are checked
+(a hash per chunk): where the injection rules changed since it was written, its chunks are flagged again and only
+their metadata is updated in place (`update_metadata`, no chunking or embedding), so read time trusts the stored
+flags again; a store that cannot update metadata rewrites the document.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
-from reground.tools.signals.injection import flag_metadata
-from reground.tools.signals.stuffing import STUFFED_KEY, mark_stuffed_page, stuffing_metadata
+from reground.tools.signals import injection_screen
+from reground.tools.signals.contacts import document_domain_of
+from reground.tools.signals.injection import FLAGS_KEY, flag_metadata
+from reground.tools.signals.injection_screen import SCREEN_KEY, screen_mark
+from reground.tools.signals.stuffing import STUFFED_KEY, STUFFED_PAGE_KEY, mark_stuffed_page, stuffing_metadata
 from reground.tools.stores.locking import WaitNotice
 from reground.tools.stores.pipeline import pipeline
 from reground.tools.stores.store import chunk_vectors
 from reground.tools.stores.trusted_domains import document_record, record_documents, settings_dir
-from reground.tools.stores.vector_store import EmbeddedDocument, VectorStore
+from reground.tools.stores.vector_store import EmbeddedDocument, Snapshot, VectorStore
 from reground.tools.text.blobs import separate_blobs
 from reground.tools.text.chunking import DEFAULT_MAX_TOKENS, chunk_document
 from reground.tools.text.invisible import strip_invisible
 from reground.tools.text.loaders import MAX_FILE_BYTES, Document, LoadError, load_paths
 from reground.tools.text.terminal import strip_terminal_controls
-from reground.tools.tuning.stores import INGEST
+from reground.tools.tuning.stores import INGEST, STORE_IO
 from reground.tools.types import Chunk
 from tqdm import tqdm
 
@@ -48,7 +57,8 @@ class IngestSummary:
     documents: int = 0  # documents now in the store from this ingest: the unchanged and the (re)written ones
     chunks_added: int = 0
     unchanged: int = 0  # same content hash as stored: not rewritten
-    replaced: int = 0  # stored before with other content: rewritten
+    replaced: int = 0  # stored before with other content (or stale marks, on a store without metadata updates)
+    rescreened: int = 0  # stored with stale screening marks: flagged again, metadata updated (or rewritten)
     deleted: int = 0  # removed by doc_id (`reground ingest --delete`, the ingestion graph's `delete`)
     skipped: int = 0  # a repeated doc_id or no text to index (each also in errors)
     errors: list[LoadError] = field(default_factory=list)
@@ -68,6 +78,8 @@ class IngestSummary:
             f"{self.chunks_added} chunks added, {self.deleted} deleted, {self.skipped} skipped, "
             f"{len(self.errors)} errors"
         )
+        if self.rescreened:
+            text += f", {self.rescreened} documents re-screened with the current injection rules"
         if self.repaired:
             text += f", {len(self.repaired)} documents with missing chunks re-added"
         if self.controls_stripped:
@@ -192,9 +204,11 @@ class _Part:
 def _ingest_locked(
     documents: Sequence[Document], store: VectorStore, *, max_tokens: int, progress: bool, summary: IngestSummary
 ) -> dict[str, dict[str, Any]]:
-    """Write what changed; per document now written (new or replaced), what the trusted domains learn of it."""
+    """Write what changed and re-screen unchanged documents with stale marks; per document now written (new,
+    replaced or re-screened), what the trusted domains learn of it."""
     known = store.document_hashes()
     seen: set[str] = set()
+    same: list[tuple[Document, str]] = []
     todo: list[tuple[Document, str]] = []
     for doc in documents:
         if doc.doc_id in seen:
@@ -205,12 +219,11 @@ def _ingest_locked(
             continue
         seen.add(doc.doc_id)
         digest = content_hash(doc, max_tokens)
-        if known.get(doc.doc_id) == digest:
-            summary.unchanged += 1
-            summary.documents += 1
-            continue
-        todo.append((doc, digest))
+        (same if known.get(doc.doc_id) == digest else todo).append((doc, digest))
     written: dict[str, dict[str, Any]] = {}
+    rewrites = _rescreen(same, store, summary, written, progress=progress)  # stale, on a store that cannot update
+    todo += rewrites
+    rescreening = {doc.doc_id for doc, _ in rewrites}
     chars = sum(len(doc.text) for doc, _ in todo)
     desc = f"ingest → {store.collection}"
     with tqdm(total=chars, desc=desc, unit="char", unit_scale=True, disable=not progress or not todo) as bar:
@@ -220,6 +233,7 @@ def _ingest_locked(
             replaced = doc.doc_id in known
             if _count(summary, doc, chunks, replaced=replaced):
                 written[doc.doc_id] = document_record(doc, chunks)  # never raises (tested with any text)
+                summary.rescreened += int(doc.doc_id in rescreening)
             bar.set_postfix_str(f"{len(written)}/{len(todo)} documents")
     return written
 
@@ -322,11 +336,145 @@ def chunk_metadata(chunk: Chunk, title: str = "") -> dict[str, Any]:
 
 def flagged_chunks(doc: Document, max_tokens: int) -> list[Chunk]:
     """The document's chunks, each one's metadata carrying its flags (`chunk_metadata`)."""
-    chunks = chunk_document(doc, max_tokens=max_tokens)
+    return _flagged(chunk_document(doc, max_tokens=max_tokens), doc.title)
+
+
+def _flagged(chunks: list[Chunk], title: str) -> list[Chunk]:
+    """The chunks of one document, each one's metadata flagged (`chunk_metadata`), a stuffed page marked."""
     for chunk in chunks:
-        chunk["metadata"] = chunk_metadata(chunk, doc.title)
+        chunk["metadata"] = chunk_metadata(chunk, title)
     mark_stuffed_page(chunks)
     return chunks
+
+
+# What ingest adds to a chunk's metadata (`chunk_metadata`, `mark_stuffed_page`): taken off to flag a chunk again.
+SCREENING_KEYS = (FLAGS_KEY, SCREEN_KEY, STUFFED_KEY, STUFFED_PAGE_KEY)
+
+
+def rescreened_chunks(doc: Document, stored: Sequence[Chunk]) -> list[Chunk]:
+    """A document's stored chunks with the metadata ingest gives them today: what ingest added taken off (the
+    document's own values of those keys put back, as `chunk_document` copies them) and flagged again. Text, ids and
+    positions stay as stored, so the stored vectors still fit."""
+    own = {key: doc.metadata[key] for key in SCREENING_KEYS if key in doc.metadata}
+    chunks: list[Chunk] = []
+    for chunk in stored:
+        again = chunk.copy()
+        again["metadata"] = {**{k: v for k, v in chunk["metadata"].items() if k not in SCREENING_KEYS}, **own}
+        chunks.append(again)
+    return _flagged(chunks, doc.title)
+
+
+def _mark_holds(chunk: Chunk) -> bool:
+    """Whether a stored chunk's screening mark is today's for its text and domain (a hash: no flagging), the domain
+    read as read time reads it (`document_domain_of`)."""
+    return chunk["metadata"].get(SCREEN_KEY) == screen_mark(chunk["text"], document_domain_of(chunk))
+
+
+def _live_chunks(store: VectorStore) -> list[Chunk]:
+    """Every live chunk as stored; without vectors where the store can leave them out (both built-in stores)."""
+    load: Callable[..., Snapshot] = store.load_snapshot
+    return (load(vectors=False) if "vectors" in inspect.signature(load).parameters else load()).chunks
+
+
+def _stale_chunks(same: Sequence[tuple[Document, str]], store: VectorStore) -> dict[str, list[Chunk]]:
+    """doc_id -> stored chunks (in position order) of each of these documents with a chunk whose mark does not hold:
+    stale (the rules changed since) or missing. Nothing when the rules have no fingerprint (no mark could hold)."""
+    if not same or not injection_screen.rules_fingerprint():
+        return {}
+    wanted = {doc.doc_id for doc, _ in same}
+    by_doc: dict[str, list[Chunk]] = {}
+    for chunk in _live_chunks(store):
+        if chunk["doc_id"] in wanted:
+            by_doc.setdefault(chunk["doc_id"], []).append(chunk)
+    return {
+        doc_id: sorted(chunks, key=lambda c: c["position"])
+        for doc_id, chunks in by_doc.items()
+        if not all(_mark_holds(c) for c in chunks)
+    }
+
+
+def _rescreen(
+    same: Sequence[tuple[Document, str]],
+    store: VectorStore,
+    summary: IngestSummary,
+    written: dict[str, dict[str, Any]],
+    *,
+    progress: bool,
+) -> list[tuple[Document, str]]:
+    """Count the unchanged documents, and flag again those whose stored marks do not hold (an upgrade changed the
+    rules): their chunks' metadata is updated in place (`update_metadata`, a batch of documents a call: no chunking,
+    no embedding, the content hash kept) and their trusted-domain records follow the new flags. A store without
+    `update_metadata` rewrites them: those are returned, to be written as changed documents are."""
+    stale = _stale_chunks(same, store)
+    update = getattr(store, "update_metadata", None)
+    rewrite: list[tuple[Document, str]] = []
+    batch: dict[str, tuple[Document, list[Chunk]]] = {}
+    held = 0  # chunks in the batch
+    bar = tqdm(total=len(stale), desc=f"re-screen → {store.collection}", unit="doc", disable=not progress or not stale)
+    with bar:
+        for doc, digest in same:
+            stored = stale.get(doc.doc_id)
+            chunks = _flagged_again(doc, stored, summary) if stored else None
+            bar.update(bool(stored))
+            if chunks is not None and not callable(update):
+                rewrite.append((doc, digest))
+                continue
+            summary.unchanged += 1
+            summary.documents += 1
+            if chunks is None:
+                continue
+            batch[doc.doc_id] = (doc, chunks)
+            held += len(chunks)
+            if held >= STORE_IO.write_batch:  # a store write costs about the same for one document or hundreds
+                _update_batch(cast(_MetadataUpdate, update), batch, summary, written)
+                batch, held = {}, 0
+        _update_batch(cast(_MetadataUpdate, update), batch, summary, written)
+    return rewrite
+
+
+_MetadataUpdate = Callable[[Mapping[str, Sequence[Chunk]]], None]  # a store's `update_metadata`
+
+
+def _flagged_again(doc: Document, stored: list[Chunk], summary: IngestSummary) -> list[Chunk] | None:
+    """The stored chunks flagged again (`rescreened_chunks`); None when that changes nothing (a document that brought
+    flags of its own has chunks never marked) or fails (named in the errors: read time flags it, as before)."""
+    try:
+        chunks = rescreened_chunks(doc, stored)
+    except Exception as exc:
+        _not_refreshed(summary, [doc], exc)
+        return None
+    return chunks if _metadata_json(chunks) != _metadata_json(stored) else None
+
+
+def _update_batch(
+    update: _MetadataUpdate,
+    batch: Mapping[str, tuple[Document, list[Chunk]]],
+    summary: IngestSummary,
+    written: dict[str, dict[str, Any]],
+) -> None:
+    """Write a batch of re-screened documents' metadata in one store call; a failure names each of them."""
+    if not batch:
+        return
+    try:
+        update({doc_id: chunks for doc_id, (_doc, chunks) in batch.items()})
+    except Exception as exc:  # the documents stay as stored: read time flags them, as before
+        _not_refreshed(summary, [doc for doc, _chunks in batch.values()], exc)
+        return
+    summary.rescreened += len(batch)
+    for doc_id, (doc, chunks) in batch.items():
+        written[doc_id] = document_record(doc, chunks)
+
+
+def _not_refreshed(summary: IngestSummary, docs: Sequence[Document], error: BaseException) -> None:
+    reason = " ".join(str(error).split()) or "no message"
+    for doc in docs:
+        problem = f"screening marks not refreshed: {type(error).__name__}: {reason}"
+        summary.errors.append(LoadError(doc.source or doc.doc_id, problem))
+
+
+def _metadata_json(chunks: Sequence[Chunk]) -> list[str]:
+    """The chunks' metadata as the stores keep it (JSON), to compare what flagging again gives with what is stored."""
+    return [json.dumps(c["metadata"], sort_keys=True) for c in chunks]
 
 
 def _count(summary: IngestSummary, doc: Document, chunks: list[Chunk], *, replaced: bool) -> bool:

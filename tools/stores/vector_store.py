@@ -162,7 +162,12 @@ def sentence_vectors_bytes(text: str) -> bytes:
 
 @runtime_checkable
 class VectorStore(Protocol):
-    """The storage side of a collection: what ingest writes through and what the search index reads."""
+    """The storage side of a collection: what ingest writes through and what the search index reads.
+
+    Two methods are optional, and both built-in stores have them: `write_embedded(EmbeddedDocument)` (a document
+    embedded already, for the pipelined ingest) and `update_metadata({doc_id: chunks})` (documents' live chunks,
+    matched by chunk_id, given new metadata in place, their text and vectors kept, the version bumped: how ingest
+    refreshes stale screening marks). Without the latter, such a document is rewritten."""
 
     collection: str
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reground.tools.stores.chroma.collection import ChromaCollection
@@ -59,6 +59,38 @@ class ChromaWrites(ChromaCollection):
             f"collection {self.collection!r}: document {doc_id!r} could not be written completely after "
             f"{STORE_IO.write_attempts} attempts (another writer kept replacing it); run the ingest again"
         )
+
+    def update_metadata(self, documents: Mapping[str, Sequence[Chunk]]) -> None:
+        """Give these documents' live chunks (matched by chunk_id) this metadata in place, under the write lock:
+        text, vectors, sentence vectors and content hashes stay (what re-screening unchanged documents writes,
+        ingest.py). Each row is updated whole, so a crash midway leaves every chunk's flags and mark from one
+        screening; the version is bumped once, so a search index reloads its snapshot."""
+        with self.writing():
+            records = self._manifest.get(ids=list(documents), include=["metadatas"])
+            pairs = zip(records["ids"], records["metadatas"] or [], strict=False)
+            live = {doc_id: str((meta or {}).get("generation", "")) for doc_id, meta in pairs}
+            rows = [(chunk, live.get(doc_id, "")) for doc_id, chunks in documents.items() for chunk in chunks]
+            ids = [f"{chunk['chunk_id']}:{generation}" for chunk, generation in rows]
+            old: dict[str, Any] = {}
+            for start in range(0, len(ids), STORE_IO.write_batch):
+                held = self._chunks.get(ids=ids[start : start + STORE_IO.write_batch], include=["metadatas"])
+                old.update(zip(held["ids"], held["metadatas"] or [], strict=False))
+            missing = sorted({c["doc_id"] for (c, _generation), i in zip(rows, ids, strict=True) if i not in old})
+            if missing:
+                raise StoreError(
+                    f"collection {self.collection!r}: documents {missing[: STORE_IO.ids_named]} do not hold the chunks "
+                    "given; nothing was updated, run the ingest again"
+                )
+            metadatas: list[dict[str, Any]] = []
+            for row_id, (chunk, generation) in zip(ids, rows, strict=True):
+                meta = self._chunk_metadata(chunk, generation)
+                del meta["written_at"]  # the row's own stays (repair reads it)
+                gone = [key for key in old[row_id] or {} if key.startswith(META_PREFIX) and key not in meta]
+                metadatas.append({**meta, **dict.fromkeys(gone)})  # None: Chroma drops the field
+            for start in range(0, len(ids), STORE_IO.write_batch):
+                end = start + STORE_IO.write_batch
+                self._chunks.update(ids=ids[start:end], metadatas=metadatas[start:end])
+            self._bump_version()
 
     def _write_generation(
         self, chunks: list[Chunk], generation: str, vectors: Any, sentences: Sequence[bytes | None] = ()

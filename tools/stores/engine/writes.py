@@ -9,7 +9,7 @@ import contextlib
 import json
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ from reground.tools.stores.scope import scope_tokens
 from reground.tools.stores.search_index import BOOKKEEPING_FIELDS
 from reground.tools.stores.vector_store import EmbeddedDocument, StoreError, entered_again
 from reground.tools.stores.vectors import chunk_vectors
-from reground.tools.tuning.stores import ENGINE
+from reground.tools.tuning.stores import ENGINE, STORE_IO
 from reground.tools.types import Chunk
 
 SMALLINT_MAX = 32767  # fact: PostgreSQL's smallint (term frequencies and chunk lengths are capped to it)
@@ -101,9 +101,7 @@ class EngineWrites(EngineCollection):
                 per_doc = document_terms(chunks)
                 doc_df.update(set(per_doc))
                 metadata = dict(chunks[0]["metadata"]) if chunks else {}
-                for key, value in metadata.items():
-                    if key not in BOOKKEEPING_FIELDS:
-                        value_docs[(key, str(value))] += 1
+                value_docs.update(_field_values(metadata))
                 doc_rows.append((doc_id, content_hash, len(chunks), len(per_doc), json.dumps(metadata, sort_keys=True)))
                 for i, chunk in enumerate(chunks):
                     terms = chunk_terms(chunk)
@@ -136,6 +134,46 @@ class EngineWrites(EngineCollection):
                 "WHERE id = %s",
                 (len(rows), new_tokens, len(doc_rows), sum(r[3] for r in doc_rows), self.cid),
             )
+        self._stats_cache = None
+
+    def update_metadata(self, documents: Mapping[str, Sequence[Chunk]]) -> None:
+        """Give these documents' chunks (matched by chunk_id) this metadata in one transaction: their scope tokens,
+        each document's metadata and the field statistics follow, the version is bumped; text, vectors, postings and
+        content hashes stay (what re-screening unchanged documents writes, ingest.py)."""
+        update = f"UPDATE {self.t['chunks']} SET metadata = %s, scope_tokens = %s WHERE doc_id = %s AND chunk_id = %s"
+        with self.writing(), self._conn() as conn, conn.transaction():
+            conn.execute("SELECT 1 FROM reground_collections WHERE id = %s FOR UPDATE", (self.cid,))
+            held = dict(
+                conn.execute(
+                    f"SELECT doc_id, metadata FROM {self.t['documents']} WHERE doc_id = ANY(%s)", (list(documents),)
+                ).fetchall()
+            )
+            missing: list[str] = []
+            for doc_id, chunks in documents.items():
+                ordered = sorted(chunks, key=lambda c: int(c["position"]))
+                updated = sum(
+                    conn.execute(
+                        update,
+                        (json.dumps(c["metadata"], sort_keys=True), scope_tokens(c["metadata"]), doc_id, c["chunk_id"]),
+                    ).rowcount
+                    for c in ordered
+                )
+                if doc_id not in held or updated != len(ordered):
+                    missing.append(doc_id)
+                    continue
+                metadata = dict(ordered[0]["metadata"]) if ordered else {}  # a document's: its first chunk's
+                conn.execute(
+                    f"UPDATE {self.t['documents']} SET metadata = %s WHERE doc_id = %s",
+                    (json.dumps(metadata, sort_keys=True), doc_id),
+                )
+                self._bump_values(conn, _field_values(dict(held[doc_id] or {})), -1)
+                self._bump_values(conn, _field_values(metadata), 1)
+            if missing:
+                raise StoreError(  # inside the transaction: nothing is updated
+                    f"collection {self.collection!r}: documents {missing[: STORE_IO.ids_named]} do not hold the chunks "
+                    "given; nothing was updated, run the ingest again"
+                )
+            conn.execute("UPDATE reground_collections SET version = version + 1 WHERE id = %s", (self.cid,))
         self._stats_cache = None
 
     def _upsert_terms(self, conn: Any, chunk_df: Counter[str], doc_df: Counter[str]) -> dict[str, int]:
@@ -260,3 +298,8 @@ class EngineWrites(EngineCollection):
             (len(old), sum(int(r[6]) for r in old), len(docs), sum(int(r[1]) for r in docs), self.cid),
         )
         return len(old)
+
+
+def _field_values(metadata: dict[str, Any]) -> Counter[tuple[str, str]]:
+    """(field, value) of a document's metadata, as the field statistics (`_values`) count them."""
+    return Counter((key, str(value)) for key, value in metadata.items() if key not in BOOKKEEPING_FIELDS)
