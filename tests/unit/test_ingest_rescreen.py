@@ -210,3 +210,31 @@ def test_the_summary_line_names_rescreened_documents_only_when_there_are_some() 
     assert "re-screened" not in str(IngestSummary(documents=2, unchanged=2))
     line = str(IngestSummary(documents=2, unchanged=2, rescreened=2))
     assert line.endswith(", 2 documents re-screened with the current injection rules")
+
+
+def test_an_ingest_reads_the_stored_chunks_only_for_documents_not_recorded_with_today_s_rules(tmp_path: Path) -> None:
+    """Each document's record keeps the fingerprint of the rules that flagged it: an ingest over a large collection
+    reads back no chunk when every record is current; one whose record lacks it (written before records carried
+    one) is checked once, and recorded."""
+
+    class CountingReads(UpdatingStore):
+        reads = 0
+
+        def load_snapshot(self, **kwargs: Any) -> Any:
+            self.reads += 1
+            return super().load_snapshot(**kwargs)
+
+    store = CountingReads("docs")
+    ingest_documents(DOCS, store, progress=False, settings_root=tmp_path)
+    assert store.reads == 0
+    assert ingest_documents(DOCS, store, progress=False, settings_root=tmp_path).unchanged == 2
+    assert store.reads == 0, "every record holds today's rules: nothing read"
+    path = tmp_path / "collection_settings" / "docs.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    assert {r["screened"] for r in record["documents"].values()} == {injection_screen.rules_fingerprint()}
+    del record["documents"]["leave"]["screened"]
+    path.write_text(json.dumps(record), encoding="utf-8")
+    summary = ingest_documents(DOCS, store, progress=False, settings_root=tmp_path)
+    assert (store.reads, summary.rescreened, store.updates) == (1, 0, [])  # read, its marks hold: nothing written
+    assert ingest_documents(DOCS, store, progress=False, settings_root=tmp_path).unchanged == 2
+    assert store.reads == 1, "checked once, then recorded"

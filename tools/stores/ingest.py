@@ -12,10 +12,11 @@ that fails anywhere is skipped and named with the reason in `errors`; the others
 progress bar counts characters, so it moves within a large file; the collection's trusted domains are learned
 from what was written (stores/trusted_domains.py).
 
-An unchanged document is not rewritten, but its chunks' screening marks (signals/injection_screen.py) are checked
-(a hash per chunk): where the injection rules changed since it was written, its chunks are flagged again and only
-their metadata is updated in place (`update_metadata`, no chunking or embedding), so read time trusts the stored
-flags again; a store that cannot update metadata rewrites the document.
+An unchanged document is not rewritten. Where its record (stores/trusted_domains.py) does not say it was flagged
+with today's injection rules, its chunks' screening marks (signals/injection_screen.py) are checked, a hash per
+chunk: where the rules changed since it was written, its chunks are flagged again and only their metadata is updated
+in place (`update_metadata`, no chunking or embedding), so read time trusts the stored flags again; a store that
+cannot update metadata rewrites the document.
 """
 
 from __future__ import annotations
@@ -38,7 +39,13 @@ from reground.tools.signals.stuffing import STUFFED_KEY, STUFFED_PAGE_KEY, mark_
 from reground.tools.stores.locking import WaitNotice
 from reground.tools.stores.pipeline import pipeline
 from reground.tools.stores.store import chunk_vectors
-from reground.tools.stores.trusted_domains import document_record, record_documents, settings_dir
+from reground.tools.stores.trusted_domains import (
+    SCREENED_KEY,
+    document_record,
+    record_documents,
+    screened_with,
+    settings_dir,
+)
 from reground.tools.stores.vector_store import EmbeddedDocument, Snapshot, VectorStore
 from reground.tools.text.blobs import separate_blobs
 from reground.tools.text.chunking import DEFAULT_MAX_TOKENS, chunk_document
@@ -143,8 +150,11 @@ def ingest_documents(
             _skip(summary, doc, exc)
     with store.writing(on_wait=on_wait):
         summary.repaired = sorted(set(summary.repaired) | set(store.take_repaired()))
-        records = _ingest_locked(prepared, store, max_tokens=max_tokens, progress=progress, summary=summary)
         root = settings_dir(store, settings_root)
+        screened = screened_with(root, store.collection)
+        records = _ingest_locked(
+            prepared, store, max_tokens=max_tokens, progress=progress, summary=summary, screened=screened
+        )
         summary.trusted_domains = sorted(record_documents(root, store.collection, records, deleted).domains)
     return summary
 
@@ -202,10 +212,17 @@ class _Part:
 
 
 def _ingest_locked(
-    documents: Sequence[Document], store: VectorStore, *, max_tokens: int, progress: bool, summary: IngestSummary
+    documents: Sequence[Document],
+    store: VectorStore,
+    *,
+    max_tokens: int,
+    progress: bool,
+    summary: IngestSummary,
+    screened: Mapping[str, str] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Write what changed and re-screen unchanged documents with stale marks; per document now written (new,
-    replaced or re-screened), what the trusted domains learn of it."""
+    """Write what changed and re-screen unchanged documents with stale marks (`screened`: doc_id -> the rules
+    fingerprint its record holds; the others are checked); per document now written (new, replaced or re-screened)
+    or checked, what the trusted domains learn of it."""
     known = store.document_hashes()
     seen: set[str] = set()
     same: list[tuple[Document, str]] = []
@@ -221,7 +238,9 @@ def _ingest_locked(
         digest = content_hash(doc, max_tokens)
         (same if known.get(doc.doc_id) == digest else todo).append((doc, digest))
     written: dict[str, dict[str, Any]] = {}
-    rewrites = _rescreen(same, store, summary, written, progress=progress)  # stale, on a store that cannot update
+    current = injection_screen.rules_fingerprint()
+    unsure = [(doc, digest) for doc, digest in same if not current or (screened or {}).get(doc.doc_id) != current]
+    rewrites = _rescreen(same, unsure, store, summary, written, progress=progress)  # stale, and no metadata update
     todo += rewrites
     rescreening = {doc.doc_id for doc, _ in rewrites}
     chars = sum(len(doc.text) for doc, _ in todo)
@@ -235,6 +254,8 @@ def _ingest_locked(
                 written[doc.doc_id] = document_record(doc, chunks)  # never raises (tested with any text)
                 summary.rescreened += int(doc.doc_id in rescreening)
             bar.set_postfix_str(f"{len(written)}/{len(todo)} documents")
+    for record in written.values():  # each was flagged (or its marks checked) with today's rules
+        record[SCREENED_KEY] = current
     return written
 
 
@@ -376,52 +397,56 @@ def _live_chunks(store: VectorStore) -> list[Chunk]:
     return (load(vectors=False) if "vectors" in inspect.signature(load).parameters else load()).chunks
 
 
-def _stale_chunks(same: Sequence[tuple[Document, str]], store: VectorStore) -> dict[str, list[Chunk]]:
-    """doc_id -> stored chunks (in position order) of each of these documents with a chunk whose mark does not hold:
-    stale (the rules changed since) or missing. Nothing when the rules have no fingerprint (no mark could hold)."""
-    if not same or not injection_screen.rules_fingerprint():
+def _stored_chunks(unsure: Sequence[tuple[Document, str]], store: VectorStore) -> dict[str, list[Chunk]]:
+    """doc_id -> stored chunks (in position order) of each of these documents. The store is read only when there
+    are some, and only when the rules have a fingerprint (else no mark could hold)."""
+    if not unsure or not injection_screen.rules_fingerprint():
         return {}
-    wanted = {doc.doc_id for doc, _ in same}
+    wanted = {doc.doc_id for doc, _ in unsure}
     by_doc: dict[str, list[Chunk]] = {}
     for chunk in _live_chunks(store):
         if chunk["doc_id"] in wanted:
             by_doc.setdefault(chunk["doc_id"], []).append(chunk)
-    return {
-        doc_id: sorted(chunks, key=lambda c: c["position"])
-        for doc_id, chunks in by_doc.items()
-        if not all(_mark_holds(c) for c in chunks)
-    }
+    return {doc_id: sorted(chunks, key=lambda c: c["position"]) for doc_id, chunks in by_doc.items()}
 
 
 def _rescreen(
     same: Sequence[tuple[Document, str]],
+    unsure: Sequence[tuple[Document, str]],
     store: VectorStore,
     summary: IngestSummary,
     written: dict[str, dict[str, Any]],
     *,
     progress: bool,
 ) -> list[tuple[Document, str]]:
-    """Count the unchanged documents, and flag again those whose stored marks do not hold (an upgrade changed the
-    rules): their chunks' metadata is updated in place (`update_metadata`, a batch of documents a call: no chunking,
-    no embedding, the content hash kept) and their trusted-domain records follow the new flags. A store without
-    `update_metadata` rewrites them: those are returned, to be written as changed documents are."""
-    stale = _stale_chunks(same, store)
+    """Count the unchanged documents (`same`), and check the stored marks of those not recorded as flagged with
+    today's rules (`unsure`). One whose marks do not hold (an upgrade changed the rules) is flagged again: its chunks'
+    metadata is updated in place (`update_metadata`, a batch of documents a call: no chunking, no embedding, the
+    content hash kept) and its trusted-domain record follows the new flags; one whose marks hold is recorded as
+    checked, so the next ingest reads nothing. A store without `update_metadata` rewrites the stale ones: those are
+    returned, to be written as changed documents are."""
+    stored = _stored_chunks(unsure, store)
     update = getattr(store, "update_metadata", None)
     rewrite: list[tuple[Document, str]] = []
     batch: dict[str, tuple[Document, list[Chunk]]] = {}
     held = 0  # chunks in the batch
-    bar = tqdm(total=len(stale), desc=f"re-screen → {store.collection}", unit="doc", disable=not progress or not stale)
+    desc = f"re-screen → {store.collection}"
+    bar = tqdm(total=len(stored), desc=desc, unit="doc", disable=not progress or not stored)
     with bar:
         for doc, digest in same:
-            stored = stale.get(doc.doc_id)
-            chunks = _flagged_again(doc, stored, summary) if stored else None
-            bar.update(bool(stored))
-            if chunks is not None and not callable(update):
+            found = stored.get(doc.doc_id)
+            bar.update(bool(found))
+            # None: not read (recorded as flagged with today's rules) or failed; `found` itself: nothing to change.
+            chunks = _flagged_again(doc, found, summary) if found and not all(map(_mark_holds, found)) else found
+            if chunks is not None and chunks is not found and not callable(update):
                 rewrite.append((doc, digest))
                 continue
             summary.unchanged += 1
             summary.documents += 1
             if chunks is None:
+                continue
+            if chunks is found:  # checked: recorded with today's rules, so the next ingest does not read it
+                written[doc.doc_id] = document_record(doc, found)
                 continue
             batch[doc.doc_id] = (doc, chunks)
             held += len(chunks)
@@ -436,14 +461,15 @@ _MetadataUpdate = Callable[[Mapping[str, Sequence[Chunk]]], None]  # a store's `
 
 
 def _flagged_again(doc: Document, stored: list[Chunk], summary: IngestSummary) -> list[Chunk] | None:
-    """The stored chunks flagged again (`rescreened_chunks`); None when that changes nothing (a document that brought
-    flags of its own has chunks never marked) or fails (named in the errors: read time flags it, as before)."""
+    """The stored chunks flagged again (`rescreened_chunks`); `stored` itself when that changes nothing (a document
+    that brought flags of its own has chunks never marked); None when it fails (named in the errors: read time flags
+    it, as before, and the next ingest tries again)."""
     try:
         chunks = rescreened_chunks(doc, stored)
     except Exception as exc:
         _not_refreshed(summary, [doc], exc)
         return None
-    return chunks if _metadata_json(chunks) != _metadata_json(stored) else None
+    return chunks if _metadata_json(chunks) != _metadata_json(stored) else stored
 
 
 def _update_batch(

@@ -29,6 +29,9 @@ from reground.tools.signals.injection import FLAGS_KEY, split_sentences
 from reground.tools.tuning.stores import TRUSTED
 
 SETTINGS_DIR = "collection_settings"
+# A document record's fingerprint of the injection rules its chunks were flagged with (signals/injection_screen.py):
+# ingest (stores/ingest.py) checks the stored marks of a document only when it is not today's.
+SCREENED_KEY = "screened"
 _lock = threading.Lock()
 _cache: dict[Path, tuple[float, TrustedDomains]] = {}
 
@@ -78,6 +81,12 @@ def document_record(doc: Any, chunks: Sequence[Mapping[str, Any]] = ()) -> dict[
         texts = [str(getattr(doc, "text", ""))]
     named = sorted({registrable_domain(h) for t in texts for c in contacts(t) if is_site(h := host_of(c))})
     return {"own": own, "named": named}
+
+
+def screened_with(root: Path, collection: str) -> dict[str, str]:
+    """doc_id -> the fingerprint of the injection rules its chunks were last flagged with ("" when not recorded)."""
+    documents = _read(_path(root, collection)).get("documents") or {}
+    return {str(doc_id): str((r or {}).get(SCREENED_KEY, "")) for doc_id, r in documents.items() if isinstance(r, dict)}
 
 
 def learn(records: Iterable[Mapping[str, Any]]) -> tuple[tuple[str, ...], int]:
