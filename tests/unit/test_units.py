@@ -160,3 +160,17 @@ def test_an_extracted_unit_with_a_cut_code_block_is_still_quoted_word_for_word()
     reply = trim_code_blocks(page.replace("\n\n```", "\n```"), ["x_7"], max_lines=4)
     assert "..." in reply and quoted_verbatim(reply, [page])
     assert not quoted_verbatim(reply.replace("compute(7)", "compute(8)"), [page])
+
+
+def test_an_extracted_reply_does_not_show_the_same_code_block_twice() -> None:
+    """A page that shows one file under two sentences: the second unit with the same block is passed over for the
+    next one."""
+    from reground.tools.signals.evidence import extractive_answer
+
+    block = "```python\napp.include_router(items.router)\n```"
+    texts = [f"Now include the routers:\n{block}", f"We can declare all that in one place:\n{block}", "Use a prefix."]
+    evidence = [
+        Evidence(text=t, passage=i + 1, order=i, score=3.0 - i, lexical=0.0, dense=0.0) for i, t in enumerate(texts)
+    ]
+    reply, _ = extractive_answer(evidence, 2, 0.0)
+    assert reply.count("app.include_router(items.router)") == 1 and "Use a prefix." in reply

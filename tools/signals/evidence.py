@@ -484,6 +484,11 @@ def _following(item: Evidence, by_order: Mapping[int, Evidence], joins: Callable
     return out
 
 
+def _block(unit: str) -> str:
+    """A unit's code block or table, whitespace collapsed ("" for a sentence alone)."""
+    return " ".join(split_unit(unit)[1].split())
+
+
 def extractive_answer(
     evidence: Sequence[Evidence],
     max_sentences: int = 1,
@@ -502,12 +507,16 @@ def extractive_answer(
     best = answers[0]
     picked = [best]
     words = len(best.text.split())
+    blocks = {_block(best.text)} - {""}
     for item in answers[1:]:
         if len(picked) >= max_sentences or item.strength < ratio * best.strength or 0 < target_words <= words:
             break
+        if _block(item.text) in blocks:
+            continue  # a page that shows one file twice: the same code again answers nothing new
         if not same_passage or item.passage == best.passage:
             picked.append(item)
             words += len(item.text.split())
+            blocks |= {_block(item.text)} - {""}
     # A sentence that introduces a list is answered by the list that follows it: one ending in a colon ("Two types
     # are available:") by the sentences after it, one that its passage goes on from with list items ("Calico
     # policies add the following features." and three bullets) by those items, up to the first that asks.
