@@ -174,3 +174,22 @@ def test_an_extracted_reply_does_not_show_the_same_code_block_twice() -> None:
     ]
     reply, _ = extractive_answer(evidence, 2, 0.0)
     assert reply.count("app.include_router(items.router)") == 1 and "Use a prefix." in reply
+
+
+def test_a_cut_code_block_marks_only_real_cuts_not_the_blank_lines_it_keeps() -> None:
+    """`...` stands where lines were left out; a blank line between two kept lines is shown as it is."""
+    from reground.tools.text.code_blocks import trim_code
+
+    lines = [
+        "from enum import Enum",
+        "",
+        "from fastapi import FastAPI",
+        "",
+        "x = 1",
+        "y = 2",
+        "z = 3",
+        "class M(str, Enum):",
+    ]
+    out = trim_code(lines, {"enum", "fastapi"}, set(), max_lines=4)
+    assert out[:3] == ["from enum import Enum", "", "from fastapi import FastAPI"]
+    assert out.count("...") == 1 and out[-1] == "class M(str, Enum):"

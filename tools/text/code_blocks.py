@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from itertools import pairwise
 
 from reground.tools.text.lexical import lexical_tokens
 from reground.tools.tuning.turn import EVIDENCE
@@ -49,6 +50,11 @@ def trim_code(code_lines: list[str], terms: set[str], words: set[str], max_lines
         keep.update(j for j in (i - 1, i) if j >= 0 and code_lines[j].strip())
     if not keep:
         keep = set(range(max_lines))
+    # A blank line between two kept lines stays blank: nothing was cut there, so it gets no `...`.
+    kept = sorted(keep)
+    keep.update(
+        j for a, b in pairwise(kept) if all(not code_lines[j].strip() for j in range(a + 1, b)) for j in range(a + 1, b)
+    )
     out: list[str] = []
     for i, line in enumerate(code_lines):
         if i in keep:
