@@ -9,7 +9,7 @@ ingest or another store, changed rules, other text, another domain) is flagged a
 
 The fingerprint is the source of every module the flags depend on, and the Python version (its `re` and
 `unicodedata` read the text too): any edit to the rules makes every stored mark stale, so a stale flag is never
-trusted; the next ingest that rewrites a document marks it again.
+trusted; the next ingest of the same documents flags them again and updates only their metadata (stores/ingest.py).
 """
 
 from __future__ import annotations
