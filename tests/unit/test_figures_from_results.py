@@ -71,6 +71,22 @@ def _mtrag(system: str, label: str, key: str) -> Ref:
 
 H, R = "history_rag", "reground"
 
+# techdocs dev runs: the graph leave-one-corpus-out, the code before this work, and the graph with the chunk ranker.
+LOCO, BEFORE = "reground_loco/summary.json", "landed_5062c30/usefulness.json"
+CHUNKS = "reground_loco_chunk_ranker/summary.json"
+
+
+def _useful(run: str, corpus: str, key: str = "useful") -> Ref:
+    return ref(f"techdocs_dev/{run}", "usefulness", corpus, "classes", "ANSWERABLE", key)
+
+
+def _techdocs(run: str, label: str, key: str) -> Ref:
+    return ref(f"techdocs_dev/{run}", "behaviour", label, key)
+
+
+def _techdocs_all(run: str, key: str) -> Ref:
+    return ref(f"techdocs_dev/{run}", "usefulness", "all", key)
+
 
 def _mtrag_row(label: str, cells: str) -> Figures:
     """A row of the README's MTRAG-UN table: the class's task count, then history RAG / reground per behaviour
@@ -249,39 +265,39 @@ README_FIGURES: tuple[Figures, ...] = (
         "README.md",
         "| ANSWERABLE ({}): the reply holds every `must_contain` | {} | **{}** ({} / {}) | ≥ 0.60 |",
         (
-            ref("techdocs_dev/reground_loco/summary.json", "usefulness", "all", "classes", "ANSWERABLE", "n"),
-            ref("techdocs_dev/landed_5062c30/usefulness.json", "usefulness", "all", "classes", "ANSWERABLE", "useful"),
-            ref("techdocs_dev/reground_loco/summary.json", "usefulness", "all", "classes", "ANSWERABLE", "useful"),
-            ref("techdocs_dev/reground_loco/summary.json", "usefulness", "fastapi", "classes", "ANSWERABLE", "useful"),
-            ref("techdocs_dev/reground_loco/summary.json", "usefulness", "uv", "classes", "ANSWERABLE", "useful"),
+            _useful(LOCO, "all", "n"),
+            _useful(BEFORE, "all"),
+            _useful(LOCO, "all"),
+            _useful(LOCO, "fastapi"),
+            _useful(LOCO, "uv"),
         ),
     ),
     Figures(
         "README.md",
         "| UNANSWERABLE ({}): answered confidently | {} | **{}** | ≤ 0.15 |",
         (
-            ref("techdocs_dev/reground_loco/summary.json", "behaviour", "UNANSWERABLE", "n"),
-            ref("techdocs_dev/landed_5062c30/usefulness.json", "behaviour", "UNANSWERABLE", "answer"),
-            ref("techdocs_dev/reground_loco/summary.json", "behaviour", "UNANSWERABLE", "answer"),
+            _techdocs(LOCO, "UNANSWERABLE", "n"),
+            _techdocs(BEFORE, "UNANSWERABLE", "answer"),
+            _techdocs(LOCO, "UNANSWERABLE", "answer"),
         ),
     ),
     Figures(
         "README.md",
         "| UNDERSPECIFIED ({}): asked back | {} | **{}** | ≥ 0.50 |",
         (
-            ref("techdocs_dev/reground_loco/summary.json", "behaviour", "UNDERSPECIFIED", "n"),
-            ref("techdocs_dev/landed_5062c30/usefulness.json", "behaviour", "UNDERSPECIFIED", "clarify"),
-            ref("techdocs_dev/reground_loco/summary.json", "behaviour", "UNDERSPECIFIED", "clarify"),
+            _techdocs(LOCO, "UNDERSPECIFIED", "n"),
+            _techdocs(BEFORE, "UNDERSPECIFIED", "clarify"),
+            _techdocs(LOCO, "UNDERSPECIFIED", "clarify"),
         ),
     ),
     Figures(
         "README.md",
         "| ANSWERABLE: abstained / asked back | {} / {} | **{}** / {} | ≤ 0.05 |",
         (
-            ref("techdocs_dev/landed_5062c30/usefulness.json", "behaviour", "ANSWERABLE", "abstain"),
-            ref("techdocs_dev/landed_5062c30/usefulness.json", "behaviour", "ANSWERABLE", "clarify"),
-            ref("techdocs_dev/reground_loco/summary.json", "behaviour", "ANSWERABLE", "abstain"),
-            ref("techdocs_dev/reground_loco/summary.json", "behaviour", "ANSWERABLE", "clarify"),
+            _techdocs(BEFORE, "ANSWERABLE", "abstain"),
+            _techdocs(BEFORE, "ANSWERABLE", "clarify"),
+            _techdocs(LOCO, "ANSWERABLE", "abstain"),
+            _techdocs(LOCO, "ANSWERABLE", "clarify"),
         ),
     ),
     Figures(
@@ -289,55 +305,34 @@ README_FIGURES: tuple[Figures, ...] = (
         "the triage read headings; `techdocs_dev/reground_loco_chunk_ranker/`): useful {} ({} / {}), "
         "UNANSWERABLE answered {}, UNDERSPECIFIED",
         (
-            ref(
-                "techdocs_dev/reground_loco_chunk_ranker/summary.json",
-                "usefulness",
-                "all",
-                "classes",
-                "ANSWERABLE",
-                "useful",
-            ),
-            ref(
-                "techdocs_dev/reground_loco_chunk_ranker/summary.json",
-                "usefulness",
-                "fastapi",
-                "classes",
-                "ANSWERABLE",
-                "useful",
-            ),
-            ref(
-                "techdocs_dev/reground_loco_chunk_ranker/summary.json",
-                "usefulness",
-                "uv",
-                "classes",
-                "ANSWERABLE",
-                "useful",
-            ),
-            ref("techdocs_dev/reground_loco_chunk_ranker/summary.json", "behaviour", "UNANSWERABLE", "answer"),
+            _useful(CHUNKS, "all"),
+            _useful(CHUNKS, "fastapi"),
+            _useful(CHUNKS, "uv"),
+            _techdocs(CHUNKS, "UNANSWERABLE", "answer"),
         ),
     ),
     Figures(
         "README.md",
         "asked back {}, ANSWERABLE abstained {}: one unanswerable turn over the target, as the unit ranker and the",
         (
-            ref("techdocs_dev/reground_loco_chunk_ranker/summary.json", "behaviour", "UNDERSPECIFIED", "clarify"),
-            ref("techdocs_dev/reground_loco_chunk_ranker/summary.json", "behaviour", "ANSWERABLE", "abstain"),
+            _techdocs(CHUNKS, "UNDERSPECIFIED", "clarify"),
+            _techdocs(CHUNKS, "ANSWERABLE", "abstain"),
         ),
     ),
     Figures(
         "README.md",
         "| replies carrying site markup (links, admonitions, tabs, macros) | {} | **{}** | 0 |",
         (
-            ref("techdocs_dev/landed_5062c30/usefulness.json", "usefulness", "all", "replies_with_markup"),
-            ref("techdocs_dev/reground_loco/summary.json", "usefulness", "all", "replies_with_markup"),
+            _techdocs_all(BEFORE, "replies_with_markup"),
+            _techdocs_all(LOCO, "replies_with_markup"),
         ),
     ),
     Figures(
         "README.md",
         "| median turn (a loaded machine) | {} s | {} s | ≤ 0.5 s |",
         (
-            ref("techdocs_dev/landed_5062c30/usefulness.json", "usefulness", "all", "latency_median_s"),
-            ref("techdocs_dev/reground_loco/summary.json", "usefulness", "all", "latency_median_s"),
+            _techdocs_all(BEFORE, "latency_median_s"),
+            _techdocs_all(LOCO, "latency_median_s"),
         ),
     ),
     Figures(
