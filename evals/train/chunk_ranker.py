@@ -25,7 +25,14 @@ from typing import Any
 
 import numpy as np
 from reground.evals.runs.usefulness import holds_every
-from reground.evals.train.unit_ranker import fit, named_weights, readings_cached, train_parser, training_data
+from reground.evals.train.unit_ranker import (
+    fit,
+    leave_one_corpus_out,
+    named_weights,
+    readings_cached,
+    train_parser,
+    training_data,
+)
 from reground.tools.retrieval.chunk_ranker import CHUNK_FEATURES, ChunkRanker
 
 POOL = 10_000  # every paragraph of the documents searched
@@ -116,19 +123,15 @@ def train(
         cache, chat_model_spec, lambda spec: collect(docs, cases, data_dir=data_dir, chat_model_spec=spec)
     )
     pools = [p for reading in readings.values() for p in reading]
-    held_out: dict[str, Any] = {}
-    for held in sorted({p.collection for p in pools}):
-        weights, mean, scale = fit([p for p in pools if p.collection != held])
+
+    def save_fold(held: str, weights: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> None:
         ChunkRanker(weights=weights, mean=mean, scale=scale).save(
             (out / "loco" if out else FOLD_MODELS) / held / WEIGHTS.name
         )
-        held_out[held] = {"trained_on": sorted({p.collection for p in pools if p.collection != held})}
-        for name, reading in readings.items():
-            test = [p for p in reading if p.collection == held]
-            held_out[held][name] = {
-                "chunk_ranker": kept_shares(test, [((p.rows - mean) / scale) @ weights for p in test]),
-                "convrag": kept_shares(test, [p.baseline for p in test]),
-            }
+
+    held_out = leave_one_corpus_out(
+        readings, score=kept_shares, names=("chunk_ranker", "convrag"), kept=lambda r: r, fitted=save_fold
+    )
     weights, mean, scale = fit(pools)
     weights_path, summary_path = (out / WEIGHTS.name, out / "chunk_ranker_summary.json") if out else (WEIGHTS, SUMMARY)
     sha256 = ChunkRanker(weights=weights, mean=mean, scale=scale).save(weights_path)

@@ -252,7 +252,7 @@ def measure(turns: Sequence[Turn], scores: Sequence[np.ndarray]) -> dict[str, fl
 Readings = dict[str, list[Turn]]
 
 
-def answerable(readings: Readings) -> Readings:
+def answerable(readings: Mapping[str, Sequence[Turn]]) -> Readings:
     """The turns a unit ranker learns from and is measured on: answerable, with `must_contain`."""
     return {
         name: [t for t in reading if t.answerability in ("ANSWERABLE", "PARTIAL") and t.must_contain]
@@ -273,20 +273,44 @@ def fold_readings(specs: Sequence[str]) -> dict[str, Readings]:
     return folds
 
 
-def leave_one_corpus_out(readings: Readings, folds: dict[str, Readings] | None = None) -> dict[str, Any]:
+class Ranked(Labelled, Protocol):
+    """What a leave-one-corpus-out fold reads of a turn: its collection and the graph's ranking without the model."""
+
+    collection: str
+    baseline: np.ndarray
+
+
+Fitted = Callable[[str, np.ndarray, np.ndarray, np.ndarray], None]  # (held-out collection, weights, mean, scale)
+
+
+def leave_one_corpus_out(
+    readings: Mapping[str, Sequence[Any]],
+    folds: Mapping[str, Mapping[str, Sequence[Any]]] | None = None,
+    *,
+    score: Callable[[Sequence[Any], list[np.ndarray]], dict[str, float]] | None = None,
+    names: tuple[str, str] = ("unit_ranker", "without_it"),
+    kept: Callable[[Any], Mapping[str, Sequence[Any]]] | None = None,
+    fitted: Fitted | None = None,
+) -> dict[str, Any]:
     """Per held-out collection: fitted on every reading of the other collection's turns, measured on each reading
-    of the held-out one (`folds`: that collection's own collection of turns, where given)."""
+    of the held-out one (`folds`: that collection's own collection of turns, where given), by `score` (this
+    module's `measure`) with the model and without it (`names`). `kept`: the turns a fit reads (the answerable ones,
+    by default); `fitted`: given each fold's model (evals/train/chunk_ranker.py saves them)."""
+    score_with = score or measure
+    keep = kept or answerable
     out: dict[str, Any] = {}
     for held in sorted({t.collection for reading in readings.values() for t in reading}):
-        fold = answerable((folds or {}).get(held, readings))
-        turns = [t for reading in fold.values() for t in reading]
+        fold = keep((folds or {}).get(held, readings))
+        turns: list[Ranked] = [t for reading in fold.values() for t in reading]
         weights, mean, scale = fit([t for t in turns if t.collection != held])
+        if fitted is not None:
+            fitted(held, weights, mean, scale)
         out[held] = {"trained_on": sorted({t.collection for t in turns if t.collection != held})}
         for name, reading in fold.items():
             test = [t for t in reading if t.collection == held]
             out[held][name] = {
-                "unit_ranker": measure(test, [((t.rows - mean) / scale) @ weights for t in test]),
-                "without_it": measure(test, [t.baseline for t in test]),
+                names[0]: score_with(test, [((t.rows - mean) / scale) @ weights for t in test]),
+                names[1]: score_with(test, [t.baseline for t in test]),
             }
     return out
 
