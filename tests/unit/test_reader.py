@@ -81,6 +81,12 @@ def test_the_reader_s_logits_join_the_judge_s() -> None:
     assert read[0] > 0.85 and read[1] < 0.15
 
 
+def flat_embed(texts: Sequence[str]) -> np.ndarray:
+    """One vector for every text: no cosine tells the sentences apart."""
+    vectors = np.ones((len(texts), 384), dtype=np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
 def test_a_turn_read_with_the_reader_ranks_what_it_reads_first() -> None:
     """The judge alone cannot tell the fee sentence from the others here (its weights are zero); the reader can."""
     model = indifferent_judge(len(SCALAR_NAMES) + 384)
@@ -90,20 +96,18 @@ def test_a_turn_read_with_the_reader_ranks_what_it_reads_first() -> None:
         calls.append((query, list(sentences)))
         return np.asarray([8.0 if "£50" in s else -8.0 for s in sentences], dtype=np.float32)
 
-    def embed(texts: Sequence[str]) -> np.ndarray:
-        vectors = np.ones((len(texts), 384), dtype=np.float32)
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
     passages = [{"doc_id": "gown", "title": "Gown hire", "text": " ".join(GOWN_HIRE), "score": 1.0}]
     question = "What does the gown hire cost?"
     weights = EvidenceWeights()
-    with_reader = read_turn(question, question, [], passages, embed, weights, judge=model, reader=reader)
+    with_reader = read_turn(question, question, [], passages, flat_embed, weights, judge=model, reader=reader)
     assert "£50" in with_reader.evidence[0].text
     assert calls and calls[0][0] == question
     calls.clear()
-    read_turn(question, question, [], passages, embed, weights, reader=reader)
+    read_turn(question, question, [], passages, flat_embed, weights, reader=reader)
     assert not calls, "without the judge the reader is not asked"
-    off = read_turn(question, question, [], passages, embed, EvidenceWeights(reader=0.0), judge=model, reader=reader)
+    off = read_turn(
+        question, question, [], passages, flat_embed, EvidenceWeights(reader=0.0), judge=model, reader=reader
+    )
     assert not calls, "at weight 0 the reader is not asked"
     assert {e.judge for e in off.evidence} == {0.5}, "nothing but the (indifferent) judge scores the sentences"
     assert {e.judge for e in with_reader.evidence} != {0.5}
@@ -177,11 +181,13 @@ def test_units_the_unit_ranker_orders_are_read_only_where_the_reader_can_change_
 
     question, weights = "How do I declare a query parameter?", EvidenceWeights()
     judge, ranker = shipped_judge(), shipped_unit_ranker()
-    ranked = read_turn(question, question, [], passages, embed, weights, judge=judge, reader=reader, unit_ranker=ranker)
+    ranked = read_turn(
+        question, question, [], passages, flat_embed, weights, judge=judge, reader=reader, unit_ranker=ranker
+    )
     assert [r[:20] for r in read] == ["Unrelated trivia abo"], "only the unit scoring below 0"
     assert [e.score < 0 for e in ranked.evidence] == [False, False, True]
     read.clear()
-    full = read_turn(question, question, [], passages, embed, weights, judge=judge, reader=reader)
+    full = read_turn(question, question, [], passages, flat_embed, weights, judge=judge, reader=reader)
     assert len(read) == 3, "without the unit ranker every unit is read"
     expected = rank_units(ranker, question, full.evidence, passages)
     assert [(e.text, e.unit_score) for e in ranked.evidence] == [(e.text, e.unit_score) for e in expected]
@@ -213,16 +219,14 @@ def test_with_reader_top_the_reader_reads_only_the_judge_s_best_sentences_and_th
         read.extend(texts)
         return np.asarray([4.0 if "£50" in s else -2.0 for s in texts], dtype=np.float32)
 
-    def embed(texts: Sequence[str]) -> np.ndarray:
-        vectors = np.ones((len(texts), 384), dtype=np.float32)
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
     passages = [{"doc_id": "gown", "title": "Gown hire", "text": " ".join(sentences), "score": 1.0}]
     question = "What does the gown hire fee cost?"
-    every = read_turn(question, question, [], passages, embed, EvidenceWeights(), judge=judge, reader=reader)
+    every = read_turn(question, question, [], passages, flat_embed, EvidenceWeights(), judge=judge, reader=reader)
     assert len(read) == 4
     read.clear()
-    two = read_turn(question, question, [], passages, embed, EvidenceWeights(reader_top=2), judge=judge, reader=reader)
+    two = read_turn(
+        question, question, [], passages, flat_embed, EvidenceWeights(reader_top=2), judge=judge, reader=reader
+    )
     assert len(read) == 2, "only the judge's best two"
     best_read = min(e.judge for e in two.evidence if e.text in read)
     assert all(e.judge <= best_read for e in two.evidence if e.text not in read)
