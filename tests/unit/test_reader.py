@@ -181,13 +181,11 @@ def test_units_the_unit_ranker_orders_are_read_only_where_the_reader_can_change_
 
     question, weights = "How do I declare a query parameter?", EvidenceWeights()
     judge, ranker = shipped_judge(), shipped_unit_ranker()
-    ranked = read_turn(
-        question, question, [], passages, flat_embed, weights, judge=judge, reader=reader, unit_ranker=ranker
-    )
+    ranked = read_turn(question, question, [], passages, embed, weights, judge=judge, reader=reader, unit_ranker=ranker)
     assert [r[:20] for r in read] == ["Unrelated trivia abo"], "only the unit scoring below 0"
     assert [e.score < 0 for e in ranked.evidence] == [False, False, True]
     read.clear()
-    full = read_turn(question, question, [], passages, flat_embed, weights, judge=judge, reader=reader)
+    full = read_turn(question, question, [], passages, embed, weights, judge=judge, reader=reader)
     assert len(read) == 3, "without the unit ranker every unit is read"
     expected = rank_units(ranker, question, full.evidence, passages)
     assert [(e.text, e.unit_score) for e in ranked.evidence] == [(e.text, e.unit_score) for e in expected]
