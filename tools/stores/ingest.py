@@ -193,9 +193,13 @@ def prepare(doc: Document, summary: IngestSummary) -> Document:
 
 def _skip(summary: IngestSummary, doc: Document, error: BaseException) -> None:
     """A document that failed: named with its reason in the errors, and skipped."""
-    reason = " ".join(str(error).split()) or "no message"
-    summary.errors.append(LoadError(doc.source or doc.doc_id, f"not ingested: {type(error).__name__}: {reason}"))
+    summary.errors.append(LoadError(doc.source or doc.doc_id, f"not ingested: {_reason(error)}"))
     summary.skipped += 1
+
+
+def _reason(error: BaseException) -> str:
+    """An error on one line, with its type: what a summary line names."""
+    return f"{type(error).__name__}: {' '.join(str(error).split()) or 'no message'}"
 
 
 @dataclass
@@ -492,10 +496,8 @@ def _update_batch(
 
 
 def _not_refreshed(summary: IngestSummary, docs: Sequence[Document], error: BaseException) -> None:
-    reason = " ".join(str(error).split()) or "no message"
     for doc in docs:
-        problem = f"screening marks not refreshed: {type(error).__name__}: {reason}"
-        summary.errors.append(LoadError(doc.source or doc.doc_id, problem))
+        summary.errors.append(LoadError(doc.source or doc.doc_id, f"screening marks not refreshed: {_reason(error)}"))
 
 
 def _metadata_json(chunks: Sequence[Chunk]) -> list[str]:

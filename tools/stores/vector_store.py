@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 from reground.tools.errors import DataError, InputError
+from reground.tools.tuning.stores import STORE_IO
 from reground.tools.types import Chunk
 
 if TYPE_CHECKING:
@@ -35,6 +36,14 @@ if TYPE_CHECKING:
 
 class StoreError(DataError):
     """A store problem; the message names the collection and what to do."""
+
+
+def chunks_not_held(collection: str, doc_ids: Sequence[str]) -> StoreError:
+    """`update_metadata` given chunks a document does not hold (it changed since they were read): nothing written."""
+    return StoreError(
+        f"collection {collection!r}: documents {list(doc_ids)[: STORE_IO.ids_named]} do not hold the chunks given; "
+        "nothing was updated, run the ingest again"
+    )
 
 
 class CollectionNotFoundError(StoreError):

@@ -11,7 +11,7 @@ from typing import Any
 
 from reground.tools.stores.chroma.collection import ChromaCollection
 from reground.tools.stores.search_index import BOOKKEEPING_FIELDS
-from reground.tools.stores.vector_store import EmbeddedDocument, StoreError, sentence_vectors_text
+from reground.tools.stores.vector_store import EmbeddedDocument, StoreError, chunks_not_held, sentence_vectors_text
 from reground.tools.stores.vectors import chunk_vectors
 from reground.tools.tuning.stores import STORE_IO
 from reground.tools.types import Chunk
@@ -77,10 +77,7 @@ class ChromaWrites(ChromaCollection):
                 old.update(zip(held["ids"], held["metadatas"] or [], strict=False))
             missing = sorted({c["doc_id"] for (c, _generation), i in zip(rows, ids, strict=True) if i not in old})
             if missing:
-                raise StoreError(
-                    f"collection {self.collection!r}: documents {missing[: STORE_IO.ids_named]} do not hold the chunks "
-                    "given; nothing was updated, run the ingest again"
-                )
+                raise chunks_not_held(self.collection, missing)
             metadatas: list[dict[str, Any]] = []
             for row_id, (chunk, generation) in zip(ids, rows, strict=True):
                 meta = self._chunk_metadata(chunk, generation)

@@ -18,9 +18,9 @@ from reground.tools.stores.engine.schema import EngineCollection, vector_text
 from reground.tools.stores.locking import WaitNotice, lock_timeout, notify_waiting
 from reground.tools.stores.scope import scope_tokens
 from reground.tools.stores.search_index import BOOKKEEPING_FIELDS
-from reground.tools.stores.vector_store import EmbeddedDocument, StoreError, entered_again
+from reground.tools.stores.vector_store import EmbeddedDocument, StoreError, chunks_not_held, entered_again
 from reground.tools.stores.vectors import chunk_vectors
-from reground.tools.tuning.stores import ENGINE, STORE_IO
+from reground.tools.tuning.stores import ENGINE
 from reground.tools.types import Chunk
 
 SMALLINT_MAX = 32767  # fact: PostgreSQL's smallint (term frequencies and chunk lengths are capped to it)
@@ -169,10 +169,7 @@ class EngineWrites(EngineCollection):
                 self._bump_values(conn, _field_values(dict(held[doc_id] or {})), -1)
                 self._bump_values(conn, _field_values(metadata), 1)
             if missing:
-                raise StoreError(  # inside the transaction: nothing is updated
-                    f"collection {self.collection!r}: documents {missing[: STORE_IO.ids_named]} do not hold the chunks "
-                    "given; nothing was updated, run the ingest again"
-                )
+                raise chunks_not_held(self.collection, missing)  # inside the transaction: nothing is updated
             conn.execute("UPDATE reground_collections SET version = version + 1 WHERE id = %s", (self.cid,))
         self._stats_cache = None
 
