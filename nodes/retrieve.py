@@ -9,19 +9,22 @@ from __future__ import annotations
 from typing import Any
 
 from reground.nodes.common import NodeEnv
-from reground.nodes.context import Context
 from reground.nodes.state import State
 from reground.tools.adapters.chat import LLMReplyError
 from reground.tools.retrieval.query import search_text, turn_search_query
 from reground.tools.retrieval.query_transforms import transform_query
-from reground.tools.retrieval.search import RetrievalQuery
 from reground.tools.signals.injection import guard_candidates, model_judge
 
 
 def retrieve(state: State, env: NodeEnv) -> dict[str, Any]:
     context = env.context
     query_text = search_text(state)
-    query = search_query(state, context, expansions(query_text, state, env))
+    query = turn_search_query(
+        state,
+        context.budgets.history_token_budget,
+        context.retrieval.phrase_history_tokens,
+        expansions(query_text, state, env),
+    )
     env.progress("retrieve", "searching the documents", query=query_text)
     candidates = env.services.retriever(context).search(
         query,
@@ -40,13 +43,6 @@ def retrieve(state: State, env: NodeEnv) -> dict[str, Any]:
         candidates = [*candidates, *held]
     env.stats.notes.append(f"{len(candidates)} candidates for {state.get('query_mode', 'refined')} query")
     return {"candidates": candidates}
-
-
-def search_query(state: State, context: Context, expanded: tuple[str, ...] = ()) -> RetrievalQuery:
-    """What the turn searches with (evals/train/chunk_ranker.py repeats a turn's last search the same way)."""
-    return turn_search_query(
-        state, context.budgets.history_token_budget, context.retrieval.phrase_history_tokens, expanded
-    )
 
 
 def expansions(query_text: str, state: State, env: NodeEnv) -> tuple[str, ...]:

@@ -425,13 +425,13 @@ class HybridRetriever:
         if paragraph_scoring:
             signals = self.paragraph_signals(query, chunks, doc_norm, ranked=learned)
             para = signals.paragraph
-            final = minmax_scaled(para) + self.settings.doc_prior_weight * doc_norm
             stuffed = np.array([chunk_is_stuffed(c) for c in chunks], dtype=bool)
             if ranker is not None:
                 final = ranker.scores(chunk_feature_rows(query.asked, chunks, signals))
                 # A keyword-stuffed chunk ranks after every honest one.
                 final = np.where(stuffed, final - float(np.ptp(final)) - 1.0, final)
             else:
+                final = minmax_scaled(para) + self.settings.doc_prior_weight * doc_norm
                 # A keyword-stuffed chunk keeps a share of its score: it cannot take an honest paragraph's place.
                 final = np.where(stuffed, final * STUFFING.hit_weight, final)
         else:
