@@ -45,7 +45,7 @@ from reground.tools.signals.injection_rules import borderline_cues, matched_patt
 from reground.tools.signals.injection_screen import SCREEN_KEY, screen_mark
 from reground.tools.signals.requests import credential_request
 from reground.tools.text.hidden import hidden_segments, markup_hidden_segments, strip_hidden
-from reground.tools.text.sentences import CITATION, sentence_parts
+from reground.tools.text.sentences import CITATION, line_kinds, sentence_parts
 from reground.tools.tuning.models import CHAT
 from reground.tools.tuning.signals import INJECTION
 
@@ -75,36 +75,10 @@ def split_sentences(text: str) -> list[str]:
     return [unit for units in _line_units(text) for unit in units]
 
 
-_CODE_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
-
-
 def _line_units(text: str) -> list[list[str]]:
     """The units of each line of `text` (`split_sentences`), a blank line as an empty list."""
     lines = [[p.strip(_EDGE_HIDDEN) for p in sentence_parts(line)] for line in text.split("\n")]
     return [[p for p in units if p] for units in lines]
-
-
-def _code_lines(text: str) -> list[bool]:
-    """Per line of `text`, whether it belongs to a fenced code block (its fences included)."""
-    out: list[bool] = []
-    fence = ""
-    for line in text.split("\n"):
-        opened = _CODE_FENCE.match(line)
-        if fence:
-            out.append(True)
-            if (
-                opened
-                and opened.group(1)[0] == fence[0]
-                and len(opened.group(1)) >= len(fence)
-                and not line.strip()[len(opened.group(1)) :].strip()
-            ):
-                fence = ""
-        elif opened:
-            out.append(True)
-            fence = opened.group(1)
-        else:
-            out.append(False)
-    return out
 
 
 def instruction_sentences(text: str) -> list[str]:
@@ -275,7 +249,7 @@ class Flag:
 def _passage_flags(text: str, document_domain: str | None) -> tuple[Flag, ...]:
     lines = _line_units(text)
     units = [unit for line in lines for unit in line]
-    in_code = [code for line, code in zip(lines, _code_lines(text), strict=True) for _ in line]
+    in_code = [kind != "text" for line, (_, kind) in zip(lines, line_kinds(text), strict=True) for _ in line]
     reasons = [list(flag_sentence(u, document_domain=document_domain)) for u in units]
     # Every sentence of a chat template's block or of a fake transcript, not only the marker's.
     for i, block in enumerate(block_reasons(lines)):

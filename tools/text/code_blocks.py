@@ -9,14 +9,14 @@ content words), with the line before each (a decorator, the `def` a parameter si
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from itertools import pairwise
 
 from reground.tools.text.lexical import lexical_tokens
+from reground.tools.text.sentences import FENCE, line_kinds
 from reground.tools.tuning.turn import EVIDENCE
 
 CUT_MARK = "..."  # a cut in a code block (Python's own ellipsis; reads as "more here" in any language)
-_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w.-]*[\w]|\d+(?:\.\d+)*|--?[\w-]+")
 
@@ -76,9 +76,9 @@ def trim_code_blocks(text: str, context: Iterable[str], max_lines: int = EVIDENC
     for line in text.split("\n"):
         if body is None:
             out.append(line)
-            if _FENCE.match(line):
+            if FENCE.match(line):
                 body = []
-        elif _FENCE.match(line):
+        elif FENCE.match(line):
             out.extend(trim_code(body, terms, words, max_lines))
             out.append(line)
             body = None
@@ -93,22 +93,10 @@ def close_fences(text: str) -> str:
     """A reply whose last code block a length cap cut off, with the block closed (its fence's own marker)."""
     opened = ""
     for line in text.split("\n"):
-        fence = _FENCE.match(line)
+        fence = FENCE.match(line)
         if fence:
             opened = "" if opened else fence.group(2)
     return f"{text.rstrip()}\n{opened}" if opened else text
-
-
-def line_kinds(text: str) -> Iterator[tuple[str, str]]:
-    """Each line of the text with what it is: "fence" (a code block's opening or closing line), "code" (inside a
-    block) or "text"."""
-    inside = False
-    for line in text.split("\n"):
-        if _FENCE.match(line):
-            inside = not inside
-            yield line, "fence"
-        else:
-            yield line, "code" if inside else "text"
 
 
 def indent_code_blocks(text: str, indent: str = "    ") -> str:

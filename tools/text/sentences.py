@@ -8,6 +8,7 @@ with passage sentences uses this one.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from reground.tools.tuning.turn import EVIDENCE
 
@@ -54,6 +55,7 @@ def normalised(text: str) -> str:
 # The line the chunker (text/markdown_chunks.py) puts above each later part of a code block cut to fit a chunk.
 CONTINUED_LABEL = "(continued)"
 _FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})", re.M)
+FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")  # a fence line: indent, marker, info string
 _STRUCTURED = re.compile(
     r"(?:^|(?<=\n))(?P<fence>`{3,}|~{3,})[^\n]*\n.*?\n(?P=fence)[ \t]*(?=\n|$)"  # a fenced code block
     r"|(?:^|(?<=\n))(?:\|[^\n]*\|[ \t]*(?:\n|$))+",  # a table's rows
@@ -145,3 +147,21 @@ def strip_citations(text: str) -> str:
 def cited_numbers(text: str) -> set[int]:
     """The passage numbers a reply cites ("[2]" -> 2)."""
     return {int(n) for n in CITATION.findall(text)}
+
+
+def line_kinds(text: str) -> Iterator[tuple[str, str]]:
+    """Each line of the text with what it is: "fence" (a code block's opening or closing line), "code" (inside a
+    block) or "text". A block closes on a bare fence of its own character, at least as long as the one that opened
+    it (a ```` ```python ```` line inside a `~~~` or ```` block is code)."""
+    opened = ""
+    for line in text.split("\n"):
+        fence = FENCE.match(line)
+        marker = fence.group(2) if fence else ""
+        if not opened and fence:
+            opened = marker
+            yield line, "fence"
+        elif opened and fence and marker[0] == opened[0] and len(marker) >= len(opened) and not fence.group(3).strip():
+            opened = ""
+            yield line, "fence"
+        else:
+            yield line, "code" if opened else "text"
