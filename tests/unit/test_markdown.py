@@ -183,3 +183,44 @@ def test_a_later_part_of_a_cut_code_block_is_no_reply_on_its_own() -> None:
     assert split_unit(part) == ("", part.split("\n", 1)[1])
     assert not stands_as_reply(part)
     assert stands_as_reply("Return the current user:\n```python\nreturn user\n```")
+
+
+MKDOCS_MATERIAL_PAGE = """# Validators
+
+[](){#field-after-validator}
+
+!!! note "on the "jsonable" nature of JSON schema"
+    Calling `json.dumps(m.model_json_schema())` returns a valid JSON string.
+
+!!! warning Polymorphic serialization of dataclasses
+    Polymorphic serialization is only supported for models.
+
+Now create a file `Dockerfile` with:
+
+```{ .dockerfile .annotate }
+# (1)!
+FROM python:3.14
+
+RUN pip install -r requirements.txt  # (2)!
+```
+
+1. Start from the official Python base image.
+2. Install the requirements.
+"""
+
+
+def test_mkdocs_material_anchors_admonition_headers_and_code_annotations_leave_no_markup() -> None:
+    blocks = parse_markdown(MKDOCS_MATERIAL_PAGE)
+    texts = [b.text for b in blocks if b.kind != "heading"]
+    joined = "\n".join(texts)
+    # an autorefs anchor `[](){#id}` is no paragraph; an admonition header's classes and nested quotes are no text
+    assert "](" not in joined and "{#" not in joined and "!!!" not in joined
+    assert texts[0] == (
+        'on the "jsonable" nature of JSON schema: '
+        "Calling `json.dumps(m.model_json_schema())` returns a valid JSON string."
+    )
+    assert texts[1] == "Warning: Polymorphic serialization is only supported for models."
+    code = next(b.text for b in blocks if b.kind == "code")
+    # the fence's attribute list names the language; the annotation markers go, the annotated lines stay
+    assert code == "```dockerfile\nFROM python:3.14\n\nRUN pip install -r requirements.txt\n```"
+    assert any(b.kind == "list" and "Start from the official Python base image." in b.text for b in blocks)

@@ -118,8 +118,10 @@ class IngestSummary:
 # characters removed and glued blobs set apart before chunking, titles and keyword stuffing flagged; 8: markdown
 # parsed by structure, answer units kept whole, diagrams and site markup left out; 9: both; 10: a dotted name in
 # code ("exc.detail") and a host off the internet (127.0.0.1, localhost) are no outside contact to flag; 11: each
-# chunk carries the mark of the rules that flagged it, so read time uses its stored flags: signals/injection_screen.py).
-CHUNK_FORMAT = 11  # fact: the stored chunk format's version
+# chunk carries the mark of the rules that flagged it, so read time uses its stored flags: signals/injection_screen.py;
+# 12: mkdocs-material code annotation markers, autorefs anchors `[](){#id}` and admonition class words left out, a
+# superfences attribute list `{ .lang }` read as the code's language).
+CHUNK_FORMAT = 12  # fact: the stored chunk format's version
 
 
 def content_hash(doc: Document, max_tokens: int) -> str:

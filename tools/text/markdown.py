@@ -3,8 +3,8 @@
 Documentation generators wrap content in site markup a reply must not copy: mkdocs/material admonitions
 (`!!! note "Title"`, `??? tip`) and content tabs (`=== "Python"`), pymdown blocks (`/// note | Title` ... `///`),
 Docusaurus admonitions and language-conditional blocks (`:::note` ... `:::`, `:::python` ... `:::`) and tabs
-(`<TabItem label="Python">`), attribute lists (`{ #anchor }`), autoref macros (`@[ClassName]`), reference links and
-inline HTML. Each container becomes the blocks it holds, labelled: an admonition's kind or title leads its first
+(`<TabItem label="Python">`), attribute lists (`{ #anchor }`), autoref macros (`@[ClassName]`) and anchors
+(`[](){#id}`), code annotation markers (`# (1)!`), reference links and inline HTML. Each container becomes the blocks it holds, labelled: an admonition's kind or title leads its first
 paragraph ("Tip: ..."), a tab's or language block's label becomes the blocks' `variant`, which chunks carry as
 metadata a scope (or the conversation) can select. Links become their text; their targets are kept per block.
 """
@@ -25,7 +25,10 @@ STRUCTURED_KINDS = frozenset({"code", "list", "table"})  # blocks a sentence int
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
 _ATX = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")
-_INDENTED_OPEN = re.compile(r'^(?P<indent>\s*)(?:!!!|\?\?\?\+?)\s*(?P<kind>[\w-]+)?(?:\s+"(?P<title>[^"]*)")?\s*$')
+# Python-Markdown's admonition header: a kind, more CSS class words, an optional quoted title (quotes may nest).
+_INDENTED_OPEN = re.compile(
+    r'^(?P<indent>\s*)(?:!!!|\?\?\?\+?)\s*(?P<kind>[\w-]+)?(?:[ \t]+[\w-]+)*(?:\s+"(?P<title>.*)")?\s*$'
+)
 _TAB_OPEN = re.compile(r'^(?P<indent>\s*)===\+?\s+"(?P<label>[^"]+)"\s*$')
 _SLASH_OPEN = re.compile(r"^\s*///\s*(?P<kind>[\w-]+)\s*(?:\|\s*(?P<title>.*?))?\s*$")
 _SLASH_CLOSE = re.compile(r"^\s*///\s*$")
@@ -80,7 +83,7 @@ class Block:
 
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
 _IMAGE = re.compile(r"!\[([^\]]*)\]\(([^()\s]*(?:\([^()]*\))?[^()\s]*)(?:\s+\"[^\"]*\")?\)")
-_LINK = re.compile(r"\[([^\]]+)\]\(([^()\s]*(?:\([^()]*\))?[^()\s]*)(?:\s+\"[^\"]*\")?\)")
+_LINK = re.compile(r"\[([^\]]*)\]\(([^()\s]*(?:\([^()]*\))?[^()\s]*)(?:\s+\"[^\"]*\")?\)")
 _REF_LINK = re.compile(r"\[([^\]]+)\]\[([^\]]*)\]")
 _AUTOREF = re.compile(r"@\[([^\]]+)\]")
 _ATTR_LIST = re.compile(r"\s*\{\s*[:#.][^{}]*\}")
@@ -90,6 +93,14 @@ _BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _EMPHASIS = re.compile(
     r"(?<![\w*])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![\w*])|(?<![\w_])_(?=\S)([^_\n]+?)(?<=\S)_(?![\w_])"
 )
+# mkdocs-material's code annotation marker, a comment ending a code line (`# (1)!`, `// (2)!`): the site shows a
+# button there, a reply would show the marker.
+_ANNOTATION = r"[ \t]*(?:#|//|--|;|%|/\*|<!--)[ \t]*\(\d{1,2}\)![ \t]*(?:\*/|-->)?[ \t]*"
+_CODE_ANNOTATION_LINE = re.compile(rf"^{_ANNOTATION}\n", re.M)
+_CODE_ANNOTATION = re.compile(rf"{_ANNOTATION}$", re.M)
+# A fence's attribute-list info string (pymdown superfences: ```` ``` { .python title="app.py" } ````): its language
+# is the first class.
+_FENCE_ATTRIBUTES = re.compile(r"^\{\s*\.(?P<language>[\w+#-]+)")
 _ICON = re.compile(r"(?<!\S):(?:material|octicons|fontawesome|simple)-[\w-]+:(?!\S)")
 
 
@@ -234,13 +245,16 @@ class _Parser:
                     i += 1
                 indent = len(fence.group("indent"))
                 code = "\n".join(_dedent(body, indent)).strip("\n")
-                language = info.split()[0] if info else ""
+                attributes = _FENCE_ATTRIBUTES.match(info)
+                language = attributes.group("language") if attributes else (info.split()[0] if info else "")
+                language = "" if language.startswith("{") else language
                 if (
                     language.lower() in DIAGRAM_LANGUAGES
                 ):  # a diagram's source: the site draws it, a reader never reads it
                     continue
                 if language.lower() in TERMINAL_LANGUAGES:  # a recorded terminal session, coloured with HTML
                     code = _HTML_TAG.sub("", code)
+                code = _CODE_ANNOTATION.sub("", _CODE_ANNOTATION_LINE.sub("", code))
                 title = re.search(r"title=[\"']([^\"']+)[\"']", info)
                 label = f' title="{title.group(1)}"' if title else ""  # the file it shows, in the fence's info
                 self.add("code", f"```{language}{label}\n{code}\n```", variant)
