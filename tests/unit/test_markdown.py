@@ -206,6 +206,8 @@ RUN pip install -r requirements.txt  # (2)!
 
 1. Start from the official Python base image.
 2. Install the requirements.
+
+See the [Pyrefly documentation](https://pyrefly.org/en/docs/pydantic/ ) for more.
 """
 
 
@@ -224,3 +226,7 @@ def test_mkdocs_material_anchors_admonition_headers_and_code_annotations_leave_n
     # the fence's attribute list names the language; the annotation markers go, the annotated lines stay
     assert code == "```dockerfile\nFROM python:3.14\n\nRUN pip install -r requirements.txt\n```"
     assert any(b.kind == "list" and "Start from the official Python base image." in b.text for b in blocks)
+    # a link whose target has a space before the closing parenthesis is a link too
+    last = blocks[-1]
+    assert last.text == "See the Pyrefly documentation for more."
+    assert last.links == ("https://pyrefly.org/en/docs/pydantic/",)

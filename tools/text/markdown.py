@@ -4,9 +4,10 @@ Documentation generators wrap content in site markup a reply must not copy: mkdo
 (`!!! note "Title"`, `??? tip`) and content tabs (`=== "Python"`), pymdown blocks (`/// note | Title` ... `///`),
 Docusaurus admonitions and language-conditional blocks (`:::note` ... `:::`, `:::python` ... `:::`) and tabs
 (`<TabItem label="Python">`), attribute lists (`{ #anchor }`), autoref macros (`@[ClassName]`) and anchors
-(`[](){#id}`), code annotation markers (`# (1)!`), reference links and inline HTML. Each container becomes the blocks it holds, labelled: an admonition's kind or title leads its first
-paragraph ("Tip: ..."), a tab's or language block's label becomes the blocks' `variant`, which chunks carry as
-metadata a scope (or the conversation) can select. Links become their text; their targets are kept per block.
+(`[](){#id}`), code annotation markers (`# (1)!`), reference links and inline HTML. Each container becomes the
+blocks it holds, labelled: an admonition's kind or title leads its first paragraph ("Tip: ..."), a tab's or language
+block's label becomes the blocks' `variant`, which chunks carry as metadata a scope (or the conversation) can select.
+Links become their text; their targets are kept per block.
 """
 
 from __future__ import annotations
@@ -82,8 +83,8 @@ class Block:
 # --- inline markup ----------------------------------------------------------------------------------------------
 
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
-_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^()\s]*(?:\([^()]*\))?[^()\s]*)(?:\s+\"[^\"]*\")?\)")
-_LINK = re.compile(r"\[([^\]]*)\]\(([^()\s]*(?:\([^()]*\))?[^()\s]*)(?:\s+\"[^\"]*\")?\)")
+_IMAGE = re.compile(r"!\[([^\]]*)\]\(\s*([^()\s]*(?:\([^()]*\))?[^()\s]*)(?:\s+\"[^\"]*\")?\s*\)")
+_LINK = re.compile(r"\[([^\]]*)\]\(\s*([^()\s]*(?:\([^()]*\))?[^()\s]*)(?:\s+\"[^\"]*\")?\s*\)")
 _REF_LINK = re.compile(r"\[([^\]]+)\]\[([^\]]*)\]")
 _AUTOREF = re.compile(r"@\[([^\]]+)\]")
 _ATTR_LIST = re.compile(r"\s*\{\s*[:#.][^{}]*\}")
