@@ -120,7 +120,8 @@ class IngestSummary:
 # code ("exc.detail") and a host off the internet (127.0.0.1, localhost) are no outside contact to flag; 11: each
 # chunk carries the mark of the rules that flagged it, so read time uses its stored flags: signals/injection_screen.py;
 # 12: mkdocs-material code annotation markers, autorefs anchors `[](){#id}` and admonition class words left out, a
-# superfences attribute list `{ .lang }` read as the code's language).
+# superfences attribute list `{ .lang }` read as the code's language; MyST directives, roles, targets and comments read
+# as the rendered page shows them).
 CHUNK_FORMAT = 12  # fact: the stored chunk format's version
 
 

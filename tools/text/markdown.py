@@ -4,10 +4,10 @@ Documentation generators wrap content in site markup a reply must not copy: mkdo
 (`!!! note "Title"`, `??? tip`) and content tabs (`=== "Python"`), pymdown blocks (`/// note | Title` ... `///`),
 Docusaurus admonitions and language-conditional blocks (`:::note` ... `:::`, `:::python` ... `:::`) and tabs
 (`<TabItem label="Python">`), attribute lists (`{ #anchor }`), autoref macros (`@[ClassName]`) and anchors
-(`[](){#id}`), code annotation markers (`# (1)!`), reference links and inline HTML. Each container becomes the
-blocks it holds, labelled: an admonition's kind or title leads its first paragraph ("Tip: ..."), a tab's or language
-block's label becomes the blocks' `variant`, which chunks carry as metadata a scope (or the conversation) can select.
-Links become their text; their targets are kept per block.
+(`[](){#id}`), code annotation markers (`# (1)!`), reference links, inline HTML, and MyST's directives and roles
+(text/myst.py). Each container becomes the blocks it holds, labelled: an admonition's kind or title leads its first
+paragraph ("Tip: ..."), a tab's or language block's label becomes the blocks' `variant`, which chunks carry as
+metadata a scope (or the conversation) can select. Links become their text; their targets are kept per block.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+
+from reground.tools.text import myst
 
 Kind = str  # "heading" | "paragraph" | "code" | "list" | "table"
 BLOCK_INDENT = 4  # fact: the indent of an admonition's or a content tab's body in mkdocs markdown
@@ -33,7 +35,7 @@ _INDENTED_OPEN = re.compile(
 _TAB_OPEN = re.compile(r'^(?P<indent>\s*)===\+?\s+"(?P<label>[^"]+)"\s*$')
 _SLASH_OPEN = re.compile(r"^\s*///\s*(?P<kind>[\w-]+)\s*(?:\|\s*(?P<title>.*?))?\s*$")
 _SLASH_CLOSE = re.compile(r"^\s*///\s*$")
-_COLON_OPEN = re.compile(r"^\s*(?P<colons>:{3,})\s*(?P<kind>[\w-]+)(?:\s+(?P<title>.*?))?\s*$")
+_COLON_OPEN = re.compile(r"^\s*(?P<colons>:{3,})\s*(?P<kind>\{[\w:.-]+\}|[\w-]+)(?:\s+(?P<title>.*?))?\s*$")
 _TABITEM_OPEN = re.compile(r"^\s*<TabItem\b[^>]*?\blabel=[\"'](?P<label>[^\"']+)[\"'][^>]*>\s*$", re.I)
 _TABITEM_CLOSE = re.compile(r"^\s*</TabItem>\s*$", re.I)
 _TABS_LINE = re.compile(r"^\s*</?Tabs\b[^>]*>\s*$", re.I)
@@ -82,9 +84,11 @@ class Block:
 
 # --- inline markup ----------------------------------------------------------------------------------------------
 
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
-_IMAGE = re.compile(r"!\[([^\]]*)\]\(\s*([^()\s]*(?:\([^()]*\))?[^()\s]*)(?:\s+\"[^\"]*\")?\s*\)")
-_LINK = re.compile(r"\[([^\]]*)\]\(\s*([^()\s]*(?:\([^()]*\))?[^()\s]*)(?:\s+\"[^\"]*\")?\s*\)")
+_CODE_SPAN = myst.CODE_SPAN
+# A link's destination: bare (one level of parentheses inside) or in angle brackets (`[term](<#my term>)`).
+_DESTINATION = r"(<[^<>\n]*>|[^()\s]*(?:\([^()]*\))?[^()\s]*)"
+_IMAGE = re.compile(rf"!\[([^\]]*)\]\(\s*{_DESTINATION}(?:\s+\"[^\"]*\")?\s*\)")
+_LINK = re.compile(rf"\[([^\]]*)\]\(\s*{_DESTINATION}(?:\s+\"[^\"]*\")?\s*\)")
 _REF_LINK = re.compile(r"\[([^\]]+)\]\[([^\]]*)\]")
 _AUTOREF = re.compile(r"@\[([^\]]+)\]")
 _ATTR_LIST = re.compile(r"\s*\{\s*[:#.][^{}]*\}")
@@ -115,12 +119,12 @@ def normalise_inline(text: str) -> tuple[str, tuple[str, ...]]:
         spans.append(match.group(0))
         return f"\x00{len(spans) - 1}\x00"
 
-    out = _CODE_SPAN.sub(keep_code, text)
+    out = _CODE_SPAN.sub(keep_code, myst.roles_as_text(text))
     out = _HTML_DROP.sub("", out)
     out = _IMAGE.sub("", out)
 
     def link(match: re.Match[str]) -> str:
-        target = match.group(2).strip()
+        target = match.group(2).strip().removeprefix("<").removesuffix(">")
         if target:
             links.append(target)
         return match.group(1)
@@ -227,7 +231,7 @@ class _Parser:
                 flush()
                 i += 1
                 continue
-            if _SKIPPED_LINE.match(line) or _TABS_LINE.match(line):
+            if _SKIPPED_LINE.match(line) or _TABS_LINE.match(line) or myst.SKIPPED_LINE.match(line):
                 flush()
                 i += 1
                 continue
@@ -245,6 +249,12 @@ class _Parser:
                     body.append(lines[i])
                     i += 1
                 indent = len(fence.group("indent"))
+                named = myst.directive(info)
+                if named is not None and named.name not in myst.CODE:  # a MyST directive: content, not code
+                    self._directive(named, myst.content_lines(_dedent(body, indent)), variant)
+                    continue
+                if named is not None:  # ```{code-block} python
+                    body, info = myst.content_lines(body), named.argument
                 code = "\n".join(_dedent(body, indent)).strip("\n")
                 attributes = _FENCE_ATTRIBUTES.match(info)
                 language = attributes.group("language") if attributes else (info.split()[0] if info else "")
@@ -329,9 +339,14 @@ class _Parser:
         colon = _COLON_OPEN.match(line)
         if colon:
             colons = colon.group("colons")
-            end = _fenced_end(lines, i + 1, _COLON_OPEN, lambda s: s.strip() == colons)
+            # Only a fence of as many colons nests (`::::{grid}` holds `:::{grid-item}` ... `:::`).
+            same = re.compile(rf"^\s*{colons}(?!:)\s*\S")
+            end = _fenced_end(lines, i + 1, same, lambda s: s.strip() == colons)
             kind = colon.group("kind").lower()
-            if kind in LANGUAGE_LABELS:
+            named = myst.directive(f"{kind} {colon.group('title') or ''}")
+            if named is not None:
+                self._directive(named, myst.content_lines(lines[i + 1 : end]), variant)
+            elif kind in LANGUAGE_LABELS:
                 self.parse(lines[i + 1 : end], _join_variant(variant, LANGUAGE_LABELS[kind]))
             else:
                 self.labelled(_label(kind, colon.group("title")), lines[i + 1 : end], variant)
@@ -342,6 +357,15 @@ class _Parser:
             self.parse(lines[i + 1 : end], _join_variant(variant, tab_item.group("label")))
             return end + 1
         return None
+
+    def _directive(self, named: myst.Directive, lines: list[str], variant: str) -> None:
+        """A MyST directive's content as the rendered page shows it (text/myst.py says what each one is)."""
+        if named.name in myst.HIDDEN:
+            return
+        if named.name in myst.TABS:
+            self.parse(lines, _join_variant(variant, named.argument or named.name))
+            return
+        self.labelled(myst.label(named), lines, variant)
 
     def _list(self, lines: list[str], i: int, variant: str) -> int:
         """A list: its items (each on one line, marker kept, nested items indented by two spaces per level)."""
