@@ -230,3 +230,21 @@ def test_mkdocs_material_anchors_admonition_headers_and_code_annotations_leave_n
     last = blocks[-1]
     assert last.text == "See the Pyrefly documentation for more."
     assert last.links == ("https://pyrefly.org/en/docs/pydantic/",)
+
+
+def test_mdx_imports_and_exports_are_no_text_and_a_link_text_may_hold_brackets() -> None:
+    page = (
+        "import OsFlag from '../settings/_osFlag.mdx'\n"
+        "import { Tabs, TabItem } from '@theme/Tabs';\n\n"
+        "Install the package.\n\n"
+        "export const hooks = {\n  readPackage\n}\n\n"
+        "- [[no-]color](./settings/cli.md#no-color)\n\n"
+        "To import data, run the import script.\n"
+    )
+    blocks = parse_markdown(page)
+    assert [b.text for b in blocks] == [
+        "Install the package.",
+        "- [no-]color",
+        "To import data, run the import script.",
+    ]
+    assert blocks[1].links == ("./settings/cli.md#no-color",)

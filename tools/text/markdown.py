@@ -4,10 +4,10 @@ Documentation generators wrap content in site markup a reply must not copy: mkdo
 (`!!! note "Title"`, `??? tip`) and content tabs (`=== "Python"`), pymdown blocks (`/// note | Title` ... `///`),
 Docusaurus admonitions and language-conditional blocks (`:::note` ... `:::`, `:::python` ... `:::`) and tabs
 (`<TabItem label="Python">`), attribute lists (`{ #anchor }`), autoref macros (`@[ClassName]`) and anchors
-(`[](){#id}`), code annotation markers (`# (1)!`), reference links, inline HTML, and MyST's directives and roles
-(text/myst.py). Each container becomes the blocks it holds, labelled: an admonition's kind or title leads its first
-paragraph ("Tip: ..."), a tab's or language block's label becomes the blocks' `variant`, which chunks carry as
-metadata a scope (or the conversation) can select. Links become their text; their targets are kept per block.
+(`[](){#id}`), code annotation markers (`# (1)!`), MDX imports, reference links, inline HTML, and MyST's directives
+and roles (text/myst.py). Each container becomes the blocks it holds, labelled: an admonition's kind or title leads
+its first paragraph ("Tip: ..."), a tab's or language block's label becomes the blocks' `variant`, which chunks carry
+as metadata a scope (or the conversation) can select. Links become their text; their targets are kept per block.
 """
 
 from __future__ import annotations
@@ -43,6 +43,11 @@ _LIST_ITEM = re.compile(r"^(\s*)([-*+]|\d{1,3}[.)])\s+\S")
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _SKIPPED_LINE = re.compile(r"^\s*(--8<--|<!--.*-->\s*$|\[[^\]]+\]:\s+\S+)")  # snippet includes, comments, link defs
+# An MDX page's ESM statement (Docusaurus reads .md as MDX too): `import X from './x.mdx'`, `export const x = ...`;
+# it runs with the build and, like its paragraph, is no text.
+_ESM_LINE = re.compile(
+    r"""^(import\s+(?:[\w*{}\s,$]+\s+from\s+)?['"][^'"]+['"];?\s*$|export\s+(?:const|let|var|function|default|\{))"""
+)
 _FRONT_MATTER = re.compile(r"\A---\s*\n.*?\n---\s*\n", re.S)
 
 # Code blocks that show a terminal session; sites colour them with inline HTML (`<font color=...>`), which goes.
@@ -88,7 +93,8 @@ _CODE_SPAN = myst.CODE_SPAN
 # A link's destination: bare (one level of parentheses inside) or in angle brackets (`[term](<#my term>)`).
 _DESTINATION = r"(<[^<>\n]*>|[^()\s]*(?:\([^()]*\))?[^()\s]*)"
 _IMAGE = re.compile(rf"!\[([^\]]*)\]\(\s*{_DESTINATION}(?:\s+\"[^\"]*\")?\s*\)")
-_LINK = re.compile(rf"\[([^\]]*)\]\(\s*{_DESTINATION}(?:\s+\"[^\"]*\")?\s*\)")
+# A link's text may hold one level of brackets (`[[no-]color](./cli.md#no-color)`).
+_LINK = re.compile(rf"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*{_DESTINATION}(?:\s+\"[^\"]*\")?\s*\)")
 _REF_LINK = re.compile(r"\[([^\]]+)\]\[([^\]]*)\]")
 _AUTOREF = re.compile(r"@\[([^\]]+)\]")
 _ATTR_LIST = re.compile(r"\s*\{\s*[:#.][^{}]*\}")
@@ -234,6 +240,10 @@ class _Parser:
             if _SKIPPED_LINE.match(line) or _TABS_LINE.match(line) or myst.SKIPPED_LINE.match(line):
                 flush()
                 i += 1
+                continue
+            if not paragraph and _ESM_LINE.match(line):
+                while i < len(lines) and lines[i].strip():
+                    i += 1
                 continue
             fence = _FENCE.match(line)
             if fence:
