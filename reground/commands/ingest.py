@@ -61,7 +61,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def add_commands(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "ingest", help="index .jsonl/.md/.txt/.html/.pdf files and folders into a collection"
+        "ingest", help="index .jsonl/.md/.mdx/.txt/.html/.pdf files and folders into a collection"
     )
     parser.add_argument("paths", nargs="*", help="files or folders")
     parser.add_argument("--collection", required=True, help="collection name (created if missing)")

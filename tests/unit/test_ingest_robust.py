@@ -20,6 +20,7 @@ from reground.tools.signals.stuffing import is_stuffed
 from reground.tools.stores import ingest as ingest_module
 from reground.tools.stores.trusted_domains import document_record
 from reground.tools.text.blobs import separate_blobs
+from reground.tools.text.chunking import chunk_document
 from reground.tools.text.hidden import hidden_segments, strip_hidden
 from reground.tools.text.invisible import strip_invisible
 from reground.tools.text.loaders import Document, html_text, load_paths
@@ -133,13 +134,22 @@ def test_the_html_loader_never_raises(text: str) -> None:
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
-@given(data=st.binary(max_size=400), suffix=st.sampled_from([".md", ".txt", ".html", ".pdf", ".jsonl"]))
+@given(data=st.binary(max_size=400), suffix=st.sampled_from([".md", ".mdx", ".txt", ".html", ".pdf", ".jsonl"]))
 def test_the_loaders_name_a_bad_file_and_never_raise(tmp_path: Path, data: bytes, suffix: str) -> None:
     path = tmp_path / f"file{suffix}"
     path.write_bytes(data)
     documents, errors = load_paths([path])
     assert len(documents) + len(errors) >= 1 or not data.strip() or suffix == ".jsonl"
     assert all(str(path) in str(e) for e in errors)
+
+
+def test_a_docusaurus_mdx_page_is_read_as_markdown(tmp_path: Path) -> None:
+    """A Docusaurus docs folder holds .mdx pages: all nine of pnpm's were refused as an unsupported file type."""
+    page = tmp_path / "_osFlag.mdx"
+    page.write_text("import Tabs from '@theme/Tabs';\n\n# OS flag\n\nInstall for another OS with `--os`.\n")
+    documents, errors = load_paths([tmp_path])
+    assert errors == [] and [d.title for d in documents] == ["OS flag"]
+    assert "import" not in " ".join(c["text"] for c in chunk_document(documents[0]))
 
 
 def test_the_progress_bar_moves_within_a_large_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

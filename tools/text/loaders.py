@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reground.tools.text.markdown import MARKDOWN_SUFFIXES
 from reground.tools.tuning.stores import INGEST
 
-SUPPORTED = (".jsonl", ".md", ".markdown", ".txt", ".html", ".htm", ".pdf")
+SUPPORTED = (".jsonl", *MARKDOWN_SUFFIXES, ".txt", ".html", ".htm", ".pdf")
 RESERVED = {"doc_id", "title", "text", "url"}
 Scalar = str | int | float | bool
 MiB = 2**20  # fact: a mebibyte, the unit sizes are shown in
@@ -196,7 +197,7 @@ def _load_file(path: Path, root: Path, errors: list[LoadError], limits: ReadLimi
         problem = limits.too_large(size) if suffix in SUPPORTED else None
         if problem:
             raise ValueError(problem)
-        if suffix in (".md", ".markdown", ".txt"):
+        if suffix in (*MARKDOWN_SUFFIXES, ".txt"):
             text = _read_text(path)
             title = _title_from_markdown(text, path.stem) if suffix != ".txt" else path.stem
         elif suffix in (".html", ".htm"):

@@ -442,6 +442,7 @@ def parse_markdown(text: str) -> list[Block]:
     return parser.blocks
 
 
+MARKDOWN_SUFFIXES = (".md", ".mdx", ".markdown")  # files read as markdown (Docusaurus pages are .mdx)
 _MARKDOWN_SIGNS = re.compile(
     r"^\s{0,3}#{1,6}\s+\S|^\s*(`{3,}|~{3,})|^\s*(!!!|\?\?\?|///|:::|===\s+\")|^\s*\|.*\|\s*$", re.M
 )
@@ -450,6 +451,6 @@ _MARKDOWN_SIGNS = re.compile(
 def looks_like_markdown(text: str, name: str = "") -> bool:
     """Whether a document is markdown to parse by structure: named .md/.mdx, or holding its signs (headings, fences,
     admonitions, tabs, tables). Plain text (a PDF's, a text file's) keeps the paragraph chunker."""
-    if name.lower().endswith((".md", ".mdx", ".markdown")):
+    if name.lower().endswith(MARKDOWN_SUFFIXES):
         return True
     return bool(_MARKDOWN_SIGNS.search(text))
