@@ -3,9 +3,11 @@ sentence that introduces them, heading paths and variants carried by chunks, ans
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from reground.tools.text.chunking import chunk_document
 from reground.tools.text.code_blocks import indent_code_blocks, trim_code_blocks
-from reground.tools.text.loaders import Document, html_text
+from reground.tools.text.loaders import Document, html_text, load_paths
 from reground.tools.text.markdown import looks_like_markdown, normalise_inline, parse_markdown
 from reground.tools.text.sentences import has_structure, sentence_spans, split_unit, text_sentences
 
@@ -248,3 +250,23 @@ def test_mdx_imports_and_exports_are_no_text_and_a_link_text_may_hold_brackets()
         "To import data, run the import script.",
     ]
     assert blocks[1].links == ("./settings/cli.md#no-color",)
+
+
+def test_a_page_title_comes_from_front_matter_or_the_first_level_one_heading_outside_code(tmp_path: Path) -> None:
+    """pnpm's `cli/dedupe.md` has `title: "pnpm dedupe"` in its front matter and a `## Options` further down: the
+    loader named the page "Options" (the first line starting with "#"), and its chunks lost "Options" from their
+    heading paths."""
+    (tmp_path / "dedupe.md").write_text(
+        '---\nid: dedupe\ntitle: "pnpm dedupe"\n---\n\nPerform an install.\n\n## Options\n'
+    )
+    (tmp_path / "guide.md").write_text("```bash\n# a comment\n```\n\n# The guide { #guide }\n\n## Steps\n\nDo it.\n")
+    (tmp_path / "notes.md").write_text("## Only a section\n\nText.\n")
+    documents, errors = load_paths([tmp_path])
+    assert errors == []
+    assert {d.doc_id: d.title for d in documents} == {
+        "dedupe.md": "pnpm dedupe",
+        "guide.md": "The guide",
+        "notes.md": "notes",
+    }
+    sections = [c["section"] for d in documents if d.doc_id == "notes.md" for c in chunk_document(d)]
+    assert sections == ["Only a section"]

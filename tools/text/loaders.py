@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reground.tools.text.markdown import MARKDOWN_SUFFIXES
+from reground.tools.text.markdown import MARKDOWN_SUFFIXES, page_title
 from reground.tools.tuning.stores import INGEST
 
 SUPPORTED = (".jsonl", *MARKDOWN_SUFFIXES, ".txt", ".html", ".htm", ".pdf")
@@ -149,13 +149,6 @@ def _load_jsonl(path: Path, errors: list[LoadError], limits: ReadLimits | None =
             errors.append(LoadError(where, str(exc)))
 
 
-def _title_from_markdown(text: str, fallback: str) -> str:
-    for line in text.splitlines():
-        if line.startswith("#"):
-            return line.lstrip("#").strip() or fallback
-    return fallback
-
-
 def html_text(markup: str, fallback_title: str = "") -> tuple[str, str]:
     """(title, text) of an HTML page as markdown: headings, paragraphs, fenced code, lists, tables, admonitions and
     tabs (text/html_markdown.py), so it is chunked by its structure like a markdown page."""
@@ -199,7 +192,7 @@ def _load_file(path: Path, root: Path, errors: list[LoadError], limits: ReadLimi
             raise ValueError(problem)
         if suffix in (*MARKDOWN_SUFFIXES, ".txt"):
             text = _read_text(path)
-            title = _title_from_markdown(text, path.stem) if suffix != ".txt" else path.stem
+            title = (page_title(text) or path.stem) if suffix != ".txt" else path.stem
         elif suffix in (".html", ".htm"):
             title, text = _load_html(path)
         elif suffix == ".pdf":

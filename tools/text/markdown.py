@@ -435,6 +435,28 @@ def _join_variant(outer: str, inner: str) -> str:
     return f"{outer} / {inner}" if outer else inner
 
 
+_FRONT_MATTER_TITLE = re.compile(r"^title:\s*(?P<quote>[\"']?)(?P<title>.+?)(?P=quote)\s*$", re.M)
+
+
+def page_title(text: str) -> str:
+    """A page's title: its front matter's `title:` (Docusaurus, Jekyll, Hugo, mkdocs), else its first level-1
+    heading outside code; "" when it has neither (a `## Options` further down names a section, not the page)."""
+    front = _FRONT_MATTER.match(text.replace("\r\n", "\n"))
+    found = _FRONT_MATTER_TITLE.search(front.group(0)) if front else None
+    if found:
+        return normalise_inline(found.group("title"))[0]
+    fence = ""
+    for line in text.splitlines():
+        opened = _FENCE.match(line)
+        if opened and (not fence or opened.group("fence").startswith(fence)):
+            fence = "" if fence else opened.group("fence")[:FENCE_MIN]
+            continue
+        heading = None if fence else _ATX.match(line)
+        if heading and len(heading.group(1)) == 1:
+            return normalise_inline(_ATTR_LIST.sub("", heading.group(2)))[0]
+    return ""
+
+
 def parse_markdown(text: str) -> list[Block]:
     """The page's blocks in reading order (front matter, comments and snippet includes left out)."""
     parser = _Parser()
