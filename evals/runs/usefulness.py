@@ -4,8 +4,8 @@ and the turn's cost, per answerability class and per collection.
 A case file may give each answerable turn `must_contain`: short strings (`Depends(common_parameters)`,
 `uv add --dev pytest`) that a reply which answers must hold. A reply holds one when it contains it case-insensitively
 with whitespace normalised; a reply is *useful* when it holds every one. Replies are also read for documentation-site
-markup a reply should never carry: raw link syntax `](`, admonition and tab markers, language-conditional blocks and
-autoref macros.
+markup a reply should never carry: raw link syntax `](`, admonition and tab markers, language-conditional blocks,
+autoref macros and mkdocstrings' autodoc lines.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ MARKUP = {
     "tab": re.compile(r'^\s*===\+?\s+"', re.M),
     "language_block": re.compile(r"^\s*:::\s*\w*\s*$", re.M),
     "macro": re.compile(r"@\[[^\]]+\]|\{\s*#[\w-]+\s*\}|\{\*.*?\*\}"),
+    "autodoc": re.compile(r"^\s*:::\s+[A-Za-z_]\w*(\.\w+)+\b", re.M),  # mkdocstrings' `::: package.Name`
 }
 
 

@@ -270,3 +270,9 @@ def test_a_page_title_comes_from_front_matter_or_the_first_level_one_heading_out
     }
     sections = [c["section"] for d in documents if d.doc_id == "notes.md" for c in chunk_document(d)]
     assert sections == ["Only a section"]
+
+
+def test_an_mkdocstrings_autodoc_line_and_its_options_are_no_text() -> None:
+    options = "    options:\n        members:\n          - model_dump\n"
+    page = f"Models inherit from `BaseModel`.\n\n::: pydantic.BaseModel\n{options}"
+    assert [b.text for b in parse_markdown(page)] == ["Models inherit from `BaseModel`."]

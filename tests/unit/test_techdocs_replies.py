@@ -31,4 +31,6 @@ def test_markup_in_finds_what_the_run_test_looks_for() -> None:
     assert markup_in('=== "Windows"\n\nRun it.') == ["tab"]
     assert markup_in("!!! note\n    Read this.") == ["admonition"]
     assert markup_in("Use @[APIRouter] here.") == ["macro"]
+    assert markup_in("::: pydantic.main.BaseModel options: show_root_heading: true") == ["autodoc"]
+    assert markup_in("Docusaurus notes:\n\n::: note\nRead this.") == ["language_block"]  # not an autodoc line
     assert markup_in('Call it:\n\n```python\nitems["a"](x)\n```') == []

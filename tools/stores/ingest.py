@@ -121,7 +121,7 @@ class IngestSummary:
 # chunk carries the mark of the rules that flagged it, so read time uses its stored flags: signals/injection_screen.py;
 # 12: mkdocs-material code annotation markers, autorefs anchors `[](){#id}` and admonition class words left out, a
 # superfences attribute list `{ .lang }` read as the code's language; MyST directives, roles, targets and comments read
-# as the rendered page shows them; MDX import and export statements left out).
+# as the rendered page shows them; MDX import and export statements and mkdocstrings' autodoc lines left out).
 CHUNK_FORMAT = 12  # fact: the stored chunk format's version
 
 

@@ -43,6 +43,8 @@ _LIST_ITEM = re.compile(r"^(\s*)([-*+]|\d{1,3}[.)])\s+\S")
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _SKIPPED_LINE = re.compile(r"^\s*(--8<--|<!--.*-->\s*$|\[[^\]]+\]:\s+\S+)")  # snippet includes, comments, link defs
+# mkdocstrings' `::: package.module.Name` (and its indented options): the build renders the API there from the code.
+_AUTODOC = re.compile(r"^:::[ \t]+[A-Za-z_]\w*(?:\.\w+)+[ \t]*$")
 # An MDX page's ESM statement (Docusaurus reads .md as MDX too): `import X from './x.mdx'`, `export const x = ...`;
 # it runs with the build and, like its paragraph, is no text.
 _ESM_LINE = re.compile(
@@ -240,6 +242,10 @@ class _Parser:
             if _SKIPPED_LINE.match(line) or _TABS_LINE.match(line) or myst.SKIPPED_LINE.match(line):
                 flush()
                 i += 1
+                continue
+            if _AUTODOC.match(line):
+                flush()
+                i = _indented_body(lines, i + 1, _indent(line))
                 continue
             if not paragraph and _ESM_LINE.match(line):
                 while i < len(lines) and lines[i].strip():

@@ -1,0 +1,76 @@
+"""Site markup left in the chunks of a documentation set: what a reply built from them could copy.
+
+Loads a folder as `reground ingest` does (tools/text/loaders.py) and chunks every page with the ingest chunker, then
+counts the chunks holding site markup outside their code (evals/runs/usefulness.py's `markup_in`: raw links,
+admonition and tab markers, language blocks, macros) and the chunks whose code keeps mkdocs-material's annotation
+markers (`# (1)!`). Nothing is embedded or stored, so a set of a few hundred pages takes seconds.
+
+    python -m reground.evals.runs.chunk_markup --docs DIR [--docs DIR2 ...] --out evals/results/chunk_markup.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from reground.evals.runs.usefulness import markup_in
+from reground.tools.text.chunking import chunk_document
+from reground.tools.text.loaders import load_paths
+
+ANNOTATION = re.compile(r"(#|//)\s*\(\d{1,2}\)!")
+EXAMPLES = 3  # chunks shown per corpus with markup left
+
+
+def chunk_markup(folder: Path) -> dict[str, Any]:
+    """Counts for one documentation folder: pages, load errors, chunks, chunks with markup (and which kinds)."""
+    documents, errors = load_paths([folder])
+    kinds: Counter[str] = Counter()
+    chunks = marked = 0
+    examples: list[dict[str, str]] = []
+    for document in documents:
+        for chunk in chunk_document(document):
+            chunks += 1
+            found = markup_in(chunk["text"]) + (["code_annotation"] if ANNOTATION.search(chunk["text"]) else [])
+            kinds.update(found)
+            if found:
+                marked += 1
+                if len(examples) < EXAMPLES:
+                    examples.append({"doc_id": document.doc_id, "kinds": ", ".join(found), "text": chunk["text"][:300]})
+    return {
+        "pages": len(documents),
+        "load_errors": [f"{e.path}: {e.reason}" for e in errors],
+        "chunks": chunks,
+        "chunks_with_markup": marked,
+        "kinds": dict(sorted(kinds.items())),
+        "examples": examples,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--docs", required=True, type=Path, action="append", help="a documentation folder (repeat)")
+    parser.add_argument("--name", action="append", help="a name per --docs (default: the folder's name)")
+    parser.add_argument("--out", type=Path, default=None, help="write the counts here as JSON")
+    args = parser.parse_args(argv)
+    names = args.name or [folder.name for folder in args.docs]
+    if len(names) != len(args.docs):
+        parser.error("give one --name per --docs")
+    result = {name: chunk_markup(folder) for name, folder in zip(names, args.docs, strict=True)}
+    for name, counts in result.items():
+        print(
+            f"{name}: {counts['pages']} pages, {len(counts['load_errors'])} load errors, {counts['chunks']} chunks, "
+            f"{counts['chunks_with_markup']} with markup {counts['kinds']}"
+        )
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
