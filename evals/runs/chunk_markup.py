@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,8 +20,8 @@ from typing import Any
 from reground.evals.runs.usefulness import markup_in
 from reground.tools.text.chunking import chunk_document
 from reground.tools.text.loaders import load_paths
+from reground.tools.text.markdown import CODE_ANNOTATION
 
-ANNOTATION = re.compile(r"(#|//)\s*\(\d{1,2}\)!")
 EXAMPLES = 3  # chunks shown per corpus with markup left
 
 
@@ -35,7 +34,7 @@ def chunk_markup(folder: Path) -> dict[str, Any]:
     for document in documents:
         for chunk in chunk_document(document):
             chunks += 1
-            found = markup_in(chunk["text"]) + (["code_annotation"] if ANNOTATION.search(chunk["text"]) else [])
+            found = markup_in(chunk["text"]) + (["code_annotation"] if CODE_ANNOTATION.search(chunk["text"]) else [])
             kinds.update(found)
             if found:
                 marked += 1

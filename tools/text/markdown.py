@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from reground.tools.text import myst
+from reground.tools.text.sentences import line_kinds
 
 Kind = str  # "heading" | "paragraph" | "code" | "list" | "table"
 BLOCK_INDENT = 4  # fact: the indent of an admonition's or a content tab's body in mkdocs markdown
@@ -110,7 +111,7 @@ _EMPHASIS = re.compile(
 # button there, a reply would show the marker.
 _ANNOTATION = r"[ \t]*(?:#|//|--|;|%|/\*|<!--)[ \t]*\(\d{1,2}\)![ \t]*(?:\*/|-->)?[ \t]*"
 _CODE_ANNOTATION_LINE = re.compile(rf"^{_ANNOTATION}\n", re.M)
-_CODE_ANNOTATION = re.compile(rf"{_ANNOTATION}$", re.M)
+CODE_ANNOTATION = re.compile(rf"{_ANNOTATION}$", re.M)
 # A fence's attribute-list info string (pymdown superfences: ```` ``` { .python title="app.py" } ````): its language
 # is the first class.
 _FENCE_ATTRIBUTES = re.compile(r"^\{\s*\.(?P<language>[\w+#-]+)")
@@ -281,7 +282,7 @@ class _Parser:
                     continue
                 if language.lower() in TERMINAL_LANGUAGES:  # a recorded terminal session, coloured with HTML
                     code = _HTML_TAG.sub("", code)
-                code = _CODE_ANNOTATION.sub("", _CODE_ANNOTATION_LINE.sub("", code))
+                code = CODE_ANNOTATION.sub("", _CODE_ANNOTATION_LINE.sub("", code))
                 title = re.search(r"title=[\"']([^\"']+)[\"']", info)
                 label = f' title="{title.group(1)}"' if title else ""  # the file it shows, in the fence's info
                 self.add("code", f"```{language}{label}\n{code}\n```", variant)
@@ -451,13 +452,8 @@ def page_title(text: str) -> str:
     found = _FRONT_MATTER_TITLE.search(front.group(0)) if front else None
     if found:
         return normalise_inline(found.group("title"))[0]
-    fence = ""
-    for line in text.splitlines():
-        opened = _FENCE.match(line)
-        if opened and (not fence or opened.group("fence").startswith(fence)):
-            fence = "" if fence else opened.group("fence")[:FENCE_MIN]
-            continue
-        heading = None if fence else _ATX.match(line)
+    for line, kind in line_kinds(text.replace("\r\n", "\n")):
+        heading = _ATX.match(line) if kind == "text" else None
         if heading and len(heading.group(1)) == 1:
             return normalise_inline(_ATTR_LIST.sub("", heading.group(2)))[0]
     return ""
