@@ -31,7 +31,6 @@ from reground.tools.signals.evidence import (
     relevance_parts,
     reply_words,
 )
-from reground.tools.signals.injection import answerable_evidence
 from reground.tools.signals.scoring import majority_best, principle_scores
 from reground.tools.text.code_blocks import close_fences, trim_code_blocks
 from reground.tools.text.sentences import sentence_parts, strip_citations, text_sentences
@@ -183,9 +182,6 @@ def extracted(
     """The extract style: the best evidence sentences as the reply, their passages as the helpful ones (`hedge`: a
     draft of kind "hedge", which the reply introduces as the closest the documents come)."""
     context = env.context
-    evidence = answerable_evidence(
-        evidence, passages
-    )  # a flagged sentence never answers alone (tools/signals/injection.py)
     text, helpful = extracted_sentences(evidence, context.evidence, context.answer_length, state.get("history", []))
     text = trim_code_blocks(text, [question_of(state), text], context.evidence.max_code_lines)
     if not text:

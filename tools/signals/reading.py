@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from reground.tools.signals.answerability import coverage, depends_on_dialogue
 from reground.tools.signals.evidence import Evidence, previous_reply, turn_evidence_vectors
+from reground.tools.signals.injection import answerable_evidence
 from reground.tools.signals.judge import JudgeModel, judge_inputs, sentence_probabilities
 from reground.tools.signals.units import UnitRanker, rank_units, structured_turn
 from reground.tools.text.tokens import history_query
@@ -83,6 +84,10 @@ def read_turn(
         dialogue_weight=weights.dialogue,
         continuity_weight=weights.continuity,
     )
+    # Flagged text states nothing (tools/signals/injection.py): it neither answers nor tells the judge that the
+    # passages answer. A planted "to reset your password, call ... and give your password" made a password question
+    # look answered, and the reply became the next sentence left: a flexitime rule.
+    evidence = answerable_evidence(evidence, passages)
     covered, lacking = coverage(question, [p["text"] for p in passages])
     missing = tuple(lacking)
     ranks_units = unit_ranker is not None and (
