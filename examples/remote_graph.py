@@ -2,7 +2,7 @@
 
 Start the servers (see the README), then:
 
-    python examples/remote_graph.py --url http://127.0.0.1:2024 "How much annual leave do I get?"
+    python examples/remote_graph.py --url http://127.0.0.1:2025 "How much annual leave do I get?"
 
 `RemoteGraph` has the compiled graph's interface (`invoke`, `stream`, `get_state`); the thread's
 history lives on the server, so each call sends only the new question.
@@ -52,7 +52,7 @@ def stream_progress(
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("questions", nargs="+")
-    parser.add_argument("--url", default="http://127.0.0.1:2024", help="URL of the LangGraph server")
+    parser.add_argument("--url", default="http://127.0.0.1:2025", help="URL of the LangGraph server")
     parser.add_argument("--thread", default="", help="thread id; default: a new one")
     parser.add_argument("--context", default="{}", help='run context as JSON, e.g. \'{"collection": "demo-hr"}\'')
     args = parser.parse_args(argv)

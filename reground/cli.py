@@ -21,25 +21,34 @@ import traceback
 import warnings
 from collections.abc import Iterator, Sequence
 
-# Each group lives in its own module and adds its sub-commands; imported lazily so `--help` is quick
-# and a missing optional extra only breaks its own group.
-COMMAND_GROUPS = ("llm", "ingest", "collections", "conversation", "eval", "judge", "ui")
-
 BUG_EXIT_CODE = 1
 INTERRUPTED_EXIT_CODE = 130  # fact: 128 + SIGINT, what a shell reports for a Unix tool stopped by Ctrl-C
 CLOSED_PIPE_EXIT_CODE = 141  # fact: 128 + SIGPIPE, what a shell reports for a Unix tool whose reader left
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_of(argv: Sequence[str]) -> str | None:
+    """The sub-command an argument list runs (its first word that is not an option), or None."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser for `argv`: the module of the command it names adds its commands in full; every other command is
+    listed by name and help only, so a command imports nothing of the others (`reground ask` loads no measuring
+    code, `reground --help` no module at all)."""
+    from reground.commands import COMMANDS
+
     parser = argparse.ArgumentParser(
         prog="reground",
         description="Faithful conversational question answering over your own documents (LangGraph).",
     )
     parser.add_argument("--debug", action="store_true", help="print the full traceback when a command fails")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for group in COMMAND_GROUPS:
-        module = importlib.import_module(f"reground.commands.{group}")
-        module.add_commands(subparsers)
+    chosen = COMMANDS.get(command_of(argv) or "", ("", ""))[0]
+    for name, (group, summary) in COMMANDS.items():
+        if group != chosen:
+            subparsers.add_parser(name, help=summary)
+        elif name not in subparsers.choices:
+            importlib.import_module(f"reground.commands.{group}").add_commands(subparsers)
     return parser
 
 
@@ -125,8 +134,8 @@ def closed_pipe() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     rest, debug = _split_debug(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(rest)
     args = parser.parse_args(rest)
     args.debug = debug
     handler = getattr(args, "func", None)

@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from reground.commands import add_parser
+
 
 def cmd_collections(args: argparse.Namespace) -> int:
     """Read-only listing from the manifests (no embedding model is loaded, nothing is repaired); with --trust or
@@ -66,7 +68,7 @@ def cmd_collections(args: argparse.Namespace) -> int:
 
 
 def add_commands(subparsers: Any) -> None:
-    parser = subparsers.add_parser("collections", help="list collections, or one collection's documents")
+    parser = add_parser(subparsers, "collections")
     parser.add_argument("name", nargs="?", help="a collection: list its documents and their chunk counts")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--data-dir", help="store directory (default: $REGROUND_DATA_DIR or ~/.local/share/reground)")

@@ -10,14 +10,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from reground.commands import add_parser
+from reground.commands.settings import add_set_option, parse_overrides
 from reground.demo import DEMO_COLLECTION, DEMO_ESCALATION, DEMO_SCOPE, DEMO_TURNS, demo_corpus_path, demo_next_step
-from reground.tools.text.code_blocks import indent_code_blocks
 
 
 def _context(args: argparse.Namespace, **overrides: Any) -> Any:
+    """The run's Context: `--set` values, then the named flags (--collection, --filter, ...) over them."""
     from reground.nodes.context import Context
 
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = parse_overrides(getattr(args, "set", None) or [])
     if getattr(args, "collection", None):
         values["collection"] = args.collection
     if getattr(args, "data_dir", None):
@@ -76,6 +78,7 @@ def _sqlite_graph(context: Any) -> Iterator[Any]:
 def print_result(result: dict[str, Any], *, out: Any = None) -> None:
     """The reply, its citations and scores; document text is printed without control characters or escape
     sequences (a stored document must not clear the screen, retitle the window or plant a link)."""
+    from reground.tools.text.code_blocks import indent_code_blocks
     from reground.tools.text.terminal import terminal_safe as safe
 
     out = out or sys.stdout  # resolved per call: sys.stdout may have been replaced since import
@@ -221,21 +224,22 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--filter", help='the user\'s scope as JSON, e.g. \'{"country": "DE"}\'')
     parser.add_argument("--thread", help="conversation thread id (kept in <data-dir>/threads.sqlite)")
     parser.add_argument("--review", choices=("off", "failed", "all"), help="pause for human review")
+    add_set_option(parser)
 
 
 def add_commands(subparsers: Any) -> None:
-    ask = subparsers.add_parser("ask", help="answer one question (follow up with --thread)")
+    ask = add_parser(subparsers, "ask")
     ask.add_argument("question")
     _common(ask)
     ask.add_argument("--json", action="store_true", help="print the turn's full result as JSON")
     ask.add_argument("--quiet", action="store_true", help="no progress lines")
     ask.set_defaults(func=cmd_ask)
 
-    chat = subparsers.add_parser("chat", help="interactive conversation with citations and scores")
+    chat = add_parser(subparsers, "chat")
     _common(chat)
     chat.set_defaults(func=cmd_chat)
 
-    demo = subparsers.add_parser("demo", help="start the local LLM, ingest the demo HR corpus, run 3 turns, stop")
+    demo = add_parser(subparsers, "demo")
     demo.add_argument("--llm", default="default", help="local model to serve (default: the measured best trade-off)")
     demo.add_argument("--data-dir", help="store directory")
     demo.add_argument("--model", help=argparse.SUPPRESS)

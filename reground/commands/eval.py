@@ -12,6 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from reground.commands import add_parser
+from reground.commands.settings import add_set_option, parse_overrides
+
 
 def _limit(text: str) -> int | None:
     value = int(text)
@@ -34,7 +37,7 @@ def _default(function: Callable[..., Any], parameter: str) -> Any:
 
 def add_commands(subparsers: Any) -> None:
     """Add the `eval` group and its sub-commands to the top-level parser."""
-    group = subparsers.add_parser("eval", help="evaluate retrieval and answers; calibrate; write reports")
+    group = add_parser(subparsers, "eval")
     sub = group.add_subparsers(dest="eval_command", metavar="EVAL_COMMAND")
     group.set_defaults(func=lambda args: (group.print_help(), 2)[1])
 
@@ -88,14 +91,7 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--judges", default=",".join(JUDGES), help="comma-separated judges to run")
     p.add_argument("--workers", type=int, default=1, help="cases run in parallel (default 1)")
     p.add_argument("--data-dir", default=None, help="store directory (default: $REGROUND_DATA_DIR)")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="FIELD=VALUE",
-        help="override a Context field for the graph systems, a group's field by GROUP.FIELD, e.g. --set "
-        "refinement.max_refine_iterations=0 (VALUE is parsed as JSON when it can be); repeatable",
-    )
+    add_set_option(p, applies_to="the graph systems")
     p.set_defaults(func=_answers)
 
     p = sub.add_parser(
@@ -213,25 +209,6 @@ def _retrieval(args: argparse.Namespace) -> int:
     print(format_summary(summary))
     print(f"wrote {Path(args.out) / 'summary.json'}")
     return 0
-
-
-def parse_overrides(items: list[str]) -> dict[str, Any]:
-    """FIELD=VALUE pairs → Context overrides, checked against the Context's fields (GROUP.FIELD for a group's
-    field, or GROUP=JSON for several of them)."""
-    from reground.nodes.context import setting_names
-
-    known = set(setting_names())
-    out: dict[str, Any] = {}
-    for item in items:
-        name, sep, raw = item.partition("=")
-        name = name.strip()
-        if not sep or name not in known:
-            raise ValueError(f"--set {item!r}: expected FIELD=VALUE with FIELD a Context field or GROUP.FIELD")
-        try:
-            out[name] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[name] = raw
-    return out
 
 
 def _answers(args: argparse.Namespace) -> int:

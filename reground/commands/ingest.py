@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from reground.commands import add_parser
 from reground.tools.text.loaders import MiB
 from reground.tools.tuning.stores import INGEST
 
@@ -60,9 +61,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def add_commands(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "ingest", help="index .jsonl/.md/.mdx/.txt/.html/.pdf files and folders into a collection"
-    )
+    parser = add_parser(subparsers, "ingest")
     parser.add_argument("paths", nargs="*", help="files or folders")
     parser.add_argument("--collection", required=True, help="collection name (created if missing)")
     parser.add_argument("--data-dir", help="store directory (default: $REGROUND_DATA_DIR or ~/.local/share/reground)")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from reground.commands import add_parser
+
 
 def cmd_judge(args: argparse.Namespace) -> int:
     from reground.evals.train.judge import main
@@ -14,9 +16,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
 
 def add_commands(subparsers: Any) -> None:
-    judge = subparsers.add_parser(
+    judge = add_parser(
+        subparsers,
         "judge",
-        help="train the judge that decides which sentence answers a question (run from the repository root)",
         description="Options after the action go to `python -m reground.evals.train.judge` (see its --help).",
     )
     judge.add_argument("action", choices=["train", "cost"])

@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from reground.commands import add_parser
+
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from reground.tools.adapters.local_server import LocalServerError, resolve_gguf, serve
@@ -61,7 +63,7 @@ def add_commands(subparsers: Any) -> None:
     from reground.tools.adapters.local_server import DEFAULT_MODEL
     from reground.tools.tuning.models import LOCAL_SERVER
 
-    llm = subparsers.add_parser("llm", help="the embedded local LLM server (llama.cpp)")
+    llm = add_parser(subparsers, "llm")
     commands = llm.add_subparsers(dest="llm_command", metavar="COMMAND", required=True)
     serve = commands.add_parser("serve", help="start the local OpenAI-compatible server in the background")
     serve.add_argument("--model", default=DEFAULT_MODEL, help=f"model name or a .gguf path (default {DEFAULT_MODEL})")

@@ -164,34 +164,6 @@ README_FIGURES: tuple[Figures, ...] = (
     ),
     Figures(
         "README.md",
-        "first {} (`5801059`), {} / {} / **{}** and {} / {} / **{}**",
-        (
-            ref("answers_followups30_qwen2.5-1.5b/summary.json", "config", "n_cases"),
-            *(
-                ref("answers_followups30_qwen2.5-1.5b/summary.json", "systems", system, metric)
-                for metric in ("token_f1", "k_precision")
-                for system in ("naive_rag", "history_rag", "reground")
-            ),
-        ),
-    ),
-    Figures(
-        "README.md",
-        "{} drawn with seed {} (`answers_followups60_seed1_qwen2.5-1.5b/`, reground at `4db0a56`), "
-        "{} / {} / **{}** and {} / {} / **{}**; writing with its loops (`reground-write`), {} / {}.",
-        (
-            ref("answers_followups60_seed1_qwen2.5-1.5b/summary.json", "config", "n_cases"),
-            ref("answers_followups60_seed1_qwen2.5-1.5b/summary.json", "config", "seed"),
-            *(
-                ref("answers_followups60_seed1_qwen2.5-1.5b/summary.json", "systems", system, metric)
-                for metric in ("token_f1", "k_precision")
-                for system in ("naive_rag", "history_rag", "reground")
-            ),
-            ref("answers_followups60_seed1_qwen2.5-1.5b/summary.json", "systems", "reground-write", "token_f1"),
-            ref("answers_followups60_seed1_qwen2.5-1.5b/summary.json", "systems", "reground-write", "k_precision"),
-        ),
-    ),
-    Figures(
-        "README.md",
         "**Ask, abstain or answer**, {} MTRAG-UN dev tasks, history RAG / **reground**, median {} / **{}** s a turn",
         (
             ref("mtrag_dev/summary.json", "config", "n_cases"),
@@ -251,18 +223,6 @@ README_FIGURES: tuple[Figures, ...] = (
     ),
     Figures(
         "README.md",
-        "`techdocs_dev/write_qwen15_loco/code_claims.json`): {} of {} answerable replies useful, as many as "
-        "extracted on the same cases; {} of {} name code their passages lack. The model wrote {} of them;",
-        (
-            ref("techdocs_dev/write_qwen15_loco/code_claims.json", "useful"),
-            ref("techdocs_dev/write_qwen15_loco/code_claims.json", "answerable_with_must_contain"),
-            ref("techdocs_dev/write_qwen15_loco/code_claims.json", "replies_naming_code_their_passages_lack"),
-            ref("techdocs_dev/write_qwen15_loco/code_claims.json", "cases"),
-            ref("techdocs_dev/write_qwen15_loco/code_claims.json", "kinds", "answer"),
-        ),
-    ),
-    Figures(
-        "README.md",
         "| ANSWERABLE ({}): the reply holds every `must_contain` | {} | **{}** ({} / {}) | ≥ 0.60 |",
         (
             _useful(LOCO, "all", "n"),
@@ -298,25 +258,6 @@ README_FIGURES: tuple[Figures, ...] = (
             _techdocs(BEFORE, "ANSWERABLE", "clarify"),
             _techdocs(LOCO, "ANSWERABLE", "abstain"),
             _techdocs(LOCO, "ANSWERABLE", "clarify"),
-        ),
-    ),
-    Figures(
-        "README.md",
-        "the triage read headings; `techdocs_dev/reground_loco_chunk_ranker/`): useful {} ({} / {}), "
-        "UNANSWERABLE answered {}, UNDERSPECIFIED",
-        (
-            _useful(CHUNKS, "all"),
-            _useful(CHUNKS, "fastapi"),
-            _useful(CHUNKS, "uv"),
-            _techdocs(CHUNKS, "UNANSWERABLE", "answer"),
-        ),
-    ),
-    Figures(
-        "README.md",
-        "asked back {}, ANSWERABLE abstained {}: one unanswerable turn over the target, as the unit ranker and the",
-        (
-            _techdocs(CHUNKS, "UNDERSPECIFIED", "clarify"),
-            _techdocs(CHUNKS, "ANSWERABLE", "abstain"),
         ),
     ),
     Figures(

@@ -11,7 +11,7 @@ Specs (`Context(store=...)`, `--store`):
   extension (pgvector >= 0.5) available: a managed service, a cluster, the LangGraph server's own Postgres;
 - `pgserver:<dir>`: the PostgreSQL 16 + pgvector server the `engine` extra installs (`pip install
   'reground[engine]'`), started in <dir> on first use and left running for every process that opens the same
-  spec (stop it with `reground.tools.stores.postgres.stop_local_engine(dir)`).
+  spec (`reground engine status|stop --store pgserver:<dir>`; in Python `stop_local_engine(dir)`).
 
 Its parts, in tools/stores/engine/: `process` (the bundled server and the URI a spec names), `schema` (the pool,
 tables, indexes and the collection row), `writes` (a document replaced in one transaction, the advisory write

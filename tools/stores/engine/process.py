@@ -7,6 +7,7 @@ Nothing here reads or writes a collection: that is the store's job (`tools/store
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,66 @@ class EngineError(StoreError):
     """The engine cannot be reached or refused a request; the message names it and what to do."""
 
 
+def local_engine_dir(data_dir: str | Path) -> Path:
+    """The directory a `pgserver:<dir>` spec names; an empty one is <the data dir>/engine."""
+    if not str(data_dir).strip():
+        from reground.tools.adapters.paths import data_dir as default_data_dir
+
+        return default_data_dir(None) / "engine"
+    return Path(data_dir).expanduser()
+
+
+def local_engine_dir_of(spec: str) -> Path:
+    """The directory of a `pgserver:<dir>` spec; any other spec is an EngineError (its server is not ours to run)."""
+    scheme, _, rest = spec.strip().partition(":")
+    if scheme != "pgserver":
+        raise EngineError(
+            f"{safe_uri(spec)!r} is not a bundled engine (pgserver:<dir>): a PostgreSQL server reground did not start "
+            "is started and stopped by whoever runs it"
+        )
+    return local_engine_dir(rest).resolve()
+
+
+@dataclass(frozen=True)
+class EngineStatus:
+    """A running bundled engine, as its postmaster.pid describes it."""
+
+    data_dir: Path
+    pid: int
+    port: int
+    socket_dir: str
+    state: str  # PostgreSQL's own word: "starting", "ready", "stopping"
+
+    def describe(self) -> str:
+        return (
+            f"PostgreSQL in {self.data_dir}: {self.state} (pid {self.pid}, port {self.port}, socket {self.socket_dir})"
+        )
+
+
+def local_engine_status(data_dir: str | Path) -> EngineStatus | None:
+    """The bundled engine running in data_dir, or None when none runs (no postmaster.pid, or its process is gone)."""
+    path = Path(data_dir).expanduser().resolve()
+    if not (path / "postmaster.pid").is_file():
+        return None
+    try:
+        import psutil  # noqa: F401  (installed with the engine extra; _postmaster_alive reads the process with it)
+    except ImportError as exc:
+        raise EngineError(f"the bundled engine is not installed: {ENGINE_EXTRA}") from exc
+    if not _postmaster_alive(path):
+        return None
+    lines = (path / "postmaster.pid").read_text(encoding="utf-8", errors="replace").splitlines()
+    # postmaster.pid: pid, data dir, start time, port, socket dir, listen address, shared memory key, status
+    field = dict(enumerate(line.strip() for line in lines))
+    port = field.get(3, "")
+    return EngineStatus(
+        data_dir=path,
+        pid=int(field[0]),
+        port=int(port) if port.isdigit() else 0,
+        socket_dir=field.get(4, ""),
+        state=field.get(7, "") or "starting",
+    )
+
+
 def local_engine_uri(data_dir: str | Path) -> str:
     """Start (or find running) the bundled PostgreSQL + pgvector server in data_dir; its connection URI.
 
@@ -28,11 +89,7 @@ def local_engine_uri(data_dir: str | Path) -> str:
         import pgserver
     except ImportError as exc:
         raise EngineError(f"the bundled engine is not installed: {ENGINE_EXTRA}") from exc
-    path = Path(data_dir or "").expanduser()
-    if not str(data_dir).strip():
-        from reground.tools.adapters.paths import data_dir as default_data_dir
-
-        path = default_data_dir(None) / "engine"
+    path = local_engine_dir(data_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         from pgserver.postgres_server import PostgresServer
