@@ -20,7 +20,7 @@ def _policy(args: argparse.Namespace, data: Path) -> Any:
 
     if args.policy:
         return load_policy(args.policy)
-    fields = args.scope_field or list(DEMO_SCOPE)
+    fields = args.scope_field or None  # None: each collection's own scope fields, read from its documents
     context = {"chat_model": args.model} if args.model else {}
     return policy_from_data(data, fields, defaults={DEMO_COLLECTION: DEMO_SCOPE}, context=context)
 
@@ -65,6 +65,7 @@ def _interrupt_on_sigterm(signum: int, frame: Any) -> None:
 def cmd_ui(args: argparse.Namespace) -> int:
     from reground.tools.adapters import local_server
     from reground.tools.adapters.paths import data_dir, state_dir
+    from reground.web.origin import HOSTS_ENV
     from reground.web.policy import POLICY_ENV
     from reground.web.server import pick_port, start_page_server
 
@@ -87,7 +88,11 @@ def cmd_ui(args: argparse.Namespace) -> int:
     try:
         env = {POLICY_ENV: str(policy_file), "REGROUND_DATA_DIR": str(data)}
         print("starting the LangGraph server with the chat page ...", file=sys.stderr)
-        server = start_page_server(data / "ui", port=pick_port(args.port), env=env, host=args.host)
+        if args.allow_host:
+            env[HOSTS_ENV] = ",".join(args.allow_host)
+        server = start_page_server(
+            data / "ui", port=pick_port(args.port), env=env, host=args.host, origins=args.allow_origin or ()
+        )
         record.write_text(json.dumps({"url": server.url, "pid": server.process.pid}) + "\n", encoding="utf-8")
         print(f"collections and scopes open to the page: {_describe(policy)}")
         print(f"chat page: {server.page_url}")
@@ -124,6 +129,19 @@ def add_commands(subparsers: Any) -> None:
     ui.add_argument(
         "--scope-field",
         action="append",
-        help=f"a metadata field the user picks a value of (repeatable; default: {', '.join(DEMO_SCOPE)})",
+        help="a metadata field the user picks a value of (repeatable; default: the fields each collection's "
+        "documents are scoped by, those some document sets to 'all' or to a list of values)",
+    )
+    ui.add_argument(
+        "--allow-origin",
+        action="append",
+        help="another web origin whose pages may use the API, e.g. https://smith.langchain.com (repeatable; "
+        "default: the page's own origin only)",
+    )
+    ui.add_argument(
+        "--allow-host",
+        action="append",
+        help="a host name the server is reached under besides the address it listens on, e.g. a proxy's "
+        "(repeatable; a DNS name rebound to this machine is refused)",
     )
     ui.set_defaults(func=cmd_ui)

@@ -6,12 +6,14 @@ Routes, beside the LangGraph API on the same origin:
 - `GET /chat/api/threads/{id}/turns`: a thread's answered turns with their results, scope and rating;
 - `POST /chat/api/feedback`: a thumbs up/down and note on one reply, stored in the server's LangGraph store.
 Conversations themselves go through the LangGraph API (threads, runs/stream), which the ScopeGuard middleware
-keeps inside the scope policy when one is set (`$REGROUND_UI_POLICY`).
+keeps inside the scope policy when one is set (`$REGROUND_UI_POLICY`), reads included; the SameOrigin middleware
+answers only the page's own origin and host (reground/web/origin.py).
 """
 
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from pathlib import Path
@@ -28,6 +30,7 @@ from starlette.staticfiles import StaticFiles
 
 from reground.tools.tuning.web import CHAT_PAGE
 from reground.web.guard import GRAPH_ID, ScopeGuard
+from reground.web.origin import SameOrigin
 from reground.web.policy import ScopePolicy, policy_from_env
 from reground.web.turns import FEEDBACK_NAMESPACE, MAX_NOTE_CHARS, RATINGS, feedback_record, thread_turns
 
@@ -55,6 +58,8 @@ class Backend(Protocol):
 
     async def store(self) -> Any: ...
 
+    async def run_contexts(self, thread_id: str) -> list[dict[str, Any]] | None: ...
+
 
 class LangGraphServer:
     """The running LangGraph server, reached in-process (the SDK's loopback client and the server's own store)."""
@@ -62,12 +67,25 @@ class LangGraphServer:
     def __init__(self) -> None:
         self._client: Any = None
 
-    async def history(self, thread_id: str) -> list[dict[str, Any]]:
+    def _sdk(self) -> Any:
         if self._client is None:
             from langgraph_sdk import get_client
 
             self._client = get_client(url=None)  # in-process: only once the server is up
-        return list(await self._client.threads.get_history(thread_id, limit=HISTORY_LIMIT))
+        return self._client
+
+    async def history(self, thread_id: str) -> list[dict[str, Any]]:
+        return list(await self._sdk().threads.get_history(thread_id, limit=HISTORY_LIMIT))
+
+    async def run_contexts(self, thread_id: str) -> list[dict[str, Any]] | None:
+        """The context each run of the thread ran with, as the server keeps it; None: no such thread."""
+        try:
+            runs = await self._sdk().runs.list(thread_id, limit=HISTORY_LIMIT)
+        except httpx.HTTPStatusError as exc:
+            if exc.response.status_code == httpx.codes.NOT_FOUND:
+                return None
+            raise
+        return [dict((run.get("kwargs") or {}).get("context") or {}) for run in runs]
 
     async def store(self) -> Any:
         from langgraph_api.store import get_store
@@ -76,12 +94,20 @@ class LangGraphServer:
 
 
 def open_choices(data_dir: str | None = None) -> ScopePolicy:
-    """Without a policy: every collection of the data dir, with the values its chunks hold in the scope fields."""
-    from reground.demo import DEMO_SCOPE
+    """Without a policy: every collection of the data dir, with the values its chunks hold in its scope fields
+    ($REGROUND_UI_SCOPE_FIELDS, else the fields each collection's metadata scopes its documents by)."""
     from reground.web.policy import policy_from_data
 
-    fields = [f.strip() for f in os.environ.get(SCOPE_FIELDS_ENV, ",".join(DEMO_SCOPE)).split(",") if f.strip()]
-    return policy_from_data(data_dir, fields)
+    fields = [f.strip() for f in os.environ.get(SCOPE_FIELDS_ENV, "").split(",") if f.strip()]
+    return policy_from_data(data_dir, fields or None)
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _error(status: int, detail: str) -> JSONResponse:
@@ -144,7 +170,7 @@ def create_app(
             return _error(HTTPStatus.BAD_REQUEST, f"rating must be one of {', '.join(RATINGS)}")
         if not isinstance(note, str) or len(note) > MAX_NOTE_CHARS:
             return _error(HTTPStatus.BAD_REQUEST, f"the note must be text of at most {MAX_NOTE_CHARS} characters")
-        found = {t["message_id"]: t for t in (await answered(thread_id) or [])} if thread_id else {}
+        found = {t["message_id"]: t for t in (await answered(thread_id) or [])} if _is_uuid(thread_id) else {}
         if message_id not in found:
             return _error(HTTPStatus.NOT_FOUND, f"no answered turn {message_id!r} in thread {thread_id!r}")
         record = feedback_record(thread_id, found[message_id], rating, note)
@@ -160,7 +186,12 @@ def create_app(
         Route("/chat/api/feedback", feedback, methods=["POST"]),
         Mount("/chat/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    middleware = [Middleware(SecurityHeaders), Middleware(ScopeGuard, policy=policy)]
+    # Outermost first: another origin or host is refused before anything else reads the request.
+    middleware = [
+        Middleware(SameOrigin),
+        Middleware(SecurityHeaders),
+        Middleware(ScopeGuard, policy=policy, runs=server.run_contexts),
+    ]
     return Starlette(routes=routes, middleware=middleware)
 
 

@@ -1,27 +1,36 @@
 """The server-side scope guard: with a policy, the API answers only what the chat page needs, in the policy's scope.
 
 `langgraph.json`'s custom app wraps every route of the LangGraph server, the API included, so this middleware
-sees each request before the server does. Without a policy it passes everything through (Studio, SDK clients and
-backends that set their own scope keep working). With one:
-- reads (GET, and the POST searches) pass;
-- a run may only start as `POST /threads/{id}/runs/stream` on the `reground` graph, without `config`, with a
-  `command` that only resumes; its `context` must be one the policy grants and is replaced by the enforced one
-  (reground/web/policy.py), so a page whose requests were edited cannot widen its scope;
-- threads may be created, renamed (metadata) and deleted;
+sees each request before the server does. In every mode it answers a malformed id (a thread or run id that is not a
+UUID) with a 404 and a JSON body that does not parse or nests deeper than any request needs with a 400, and it
+stamps a run's `metadata` with the scope the run is given (`collection`, `metadata_filter` from its context), so the
+scope a turn records, shows and stores with a rating is the one it ran in, never one a request claimed. Without a
+policy it otherwise passes everything through (Studio and SDK clients keep working). With one:
+- a conversation is readable and writable only while the policy allows the scope of every run it holds (the runs'
+  own context, kept by the server); another is a 404, and `/threads/search` leaves it out;
+- reads outside the page's needs (the store, which holds ratings and notes; crons; thread counts) are refused;
+- a run may only start as `POST /threads/{id}/runs/stream` on the `reground` graph, without `config` or
+  `metadata`, with a `command` that only resumes; its `context` must be one the policy grants and is replaced by
+  the enforced one (reground/web/policy.py), so a page whose requests were edited cannot widen its scope;
+- threads may be created (metadata: `app`, `title`), renamed (metadata: `title` only, so a patch cannot hide or
+  relabel a conversation) and deleted;
 - everything else that writes (stateless runs, crons, assistants, the store, thread state, MCP, A2A) is refused,
   and so is the API's websocket (it can start runs too).
-A refusal is a 403 with one line saying why; no run starts.
+A refusal is one line saying why; no run starts.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
 from http import HTTPStatus
 from typing import Any
 
 from reground.tools.tuning.web import CHAT_PAGE
+from reground.web.origin import refuse
 from reground.web.policy import ScopePolicy, ScopeViolation
 
 Scope = dict[str, Any]
@@ -29,10 +38,14 @@ Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+RunContexts = Callable[[str], Awaitable[list[dict[str, Any]] | None]]  # a thread's runs' contexts; None: no thread
 
 GRAPH_ID = "reground"  # the only graph the page runs (langgraph.json's conversation graph)
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 MAX_BODY_BYTES = CHAT_PAGE.max_body_bytes
+MAX_JSON_DEPTH = CHAT_PAGE.max_json_depth
+LOOPBACK_ROOT = "/noauth"  # the root path of the server's own in-process client (langgraph_sdk's loopback)
+SCOPE_KEYS = ("collection", "metadata_filter")
 RUN_KEYS = frozenset(
     {
         "assistant_id",
@@ -40,7 +53,6 @@ RUN_KEYS = frozenset(
         "command",
         "context",
         "stream_mode",
-        "metadata",
         "multitask_strategy",
         "on_disconnect",
         "if_not_exists",
@@ -49,11 +61,31 @@ RUN_KEYS = frozenset(
         "durability",
     }
 )
-THREAD_KEYS = frozenset({"metadata"})
+CREATE_THREAD_KEYS = frozenset({"app", "title"})
+RENAME_THREAD_KEYS = frozenset({"title"})
 _ID = r"[^/]+"
 POLICY_VIOLATION = 1008  # fact: the WebSocket close code for a request the server's policy refuses (RFC 6455)
+# Words in an id's place that are routes, not ids.
+ROUTE_WORDS = frozenset({"search", "count", "prune", "stream", "wait", "crons", "batch", "cancel"})
+# Paths whose segment after the given one is an id: /threads/{id}, /threads/{id}/runs/{id}, /chat/api/threads/{id}.
+ID_AFTER = frozenset({"threads", "runs"})
+_THREAD = re.compile(r"^(?:/chat/api)?/threads/([^/]+)(?:/|$)")
+_RUN_ROUTE = re.compile(rf"^(?:/threads/{_ID})?/runs(?:/stream|/wait)?$")
+# Reads the page needs under a policy (besides a thread's own routes, which are checked against its scope).
+OPEN_READS = tuple(
+    re.compile(f"^{pattern}$")
+    for pattern in (r"/", r"/ok", r"/info", r"/docs", r"/openapi\.json", r"/chat(?:/.*)?", r"/assistants(?:/.*)?")
+)
 
 Check = Callable[[Any, ScopePolicy], Any]  # returns the (possibly rewritten) body, or raises ScopeViolation
+
+
+def _stamped(body: dict[str, Any], context: Mapping[str, Any]) -> dict[str, Any]:
+    """The run with its metadata's scope keys set to the scope it runs in (the metadata the checkpoints keep)."""
+    metadata = body.get("metadata") if isinstance(body.get("metadata"), Mapping) else {}
+    filter_ = context.get("metadata_filter")
+    scope = {"collection": str(context.get("collection") or ""), "metadata_filter": dict(filter_ or {})}
+    return {**body, "metadata": {**metadata, **scope}}
 
 
 def _run(body: Any, policy: ScopePolicy) -> Any:
@@ -67,14 +99,38 @@ def _run(body: Any, policy: ScopePolicy) -> Any:
     command = body.get("command")
     if command is not None and (not isinstance(command, dict) or set(command) - {"resume"}):
         raise ScopeViolation("a run's command may only resume a paused turn")
-    return {**body, "context": policy.enforce(body.get("context") or {})}
+    context = policy.enforce(body.get("context") or {})
+    return _stamped({**body, "context": context}, context)
 
 
-def _thread(body: Any, policy: ScopePolicy) -> Any:
+def _thread_metadata(body: Any, keys: frozenset[str], what: str) -> Any:
     if body is None:
         return {}
-    if not isinstance(body, dict) or set(body) - THREAD_KEYS:
+    if not isinstance(body, dict) or set(body) - {"metadata"}:
         raise ScopeViolation("the chat page may only set a thread's metadata")
+    metadata = body.get("metadata") or {}
+    if not isinstance(metadata, dict) or set(metadata) - keys or not all(isinstance(v, str) for v in metadata.values()):
+        raise ScopeViolation(f"{what} may only set {', '.join(sorted(keys))} (text) in a thread's metadata")
+    return body
+
+
+def _new_thread(body: Any, policy: ScopePolicy) -> Any:
+    return _thread_metadata(body, CREATE_THREAD_KEYS, "a new conversation")
+
+
+def _rename(body: Any, policy: ScopePolicy) -> Any:
+    return _thread_metadata(body, RENAME_THREAD_KEYS, "a rename")
+
+
+def _search(body: Any, policy: ScopePolicy) -> Any:
+    """A thread search that returns each thread's id (the guard drops the ones the policy does not open)."""
+    if body is None:
+        return {}
+    if not isinstance(body, dict):
+        raise ScopeViolation("a thread search must be a JSON object")
+    select = body.get("select")
+    if isinstance(select, list) and "thread_id" not in select:
+        return {**body, "select": [*select, "thread_id"]}
     return body
 
 
@@ -82,17 +138,14 @@ def _thread(body: Any, policy: ScopePolicy) -> Any:
 ALLOWED: tuple[tuple[str, re.Pattern[str], Check | None], ...] = tuple(
     (method, re.compile(f"^{pattern}$"), check)
     for method, pattern, check in (
-        ("POST", r"/threads", _thread),
-        ("PATCH", rf"/threads/{_ID}", _thread),
+        ("POST", r"/threads", _new_thread),
+        ("PATCH", rf"/threads/{_ID}", _rename),
         ("DELETE", rf"/threads/{_ID}", None),
         ("POST", rf"/threads/{_ID}/runs/stream", _run),
         ("POST", rf"/threads/{_ID}/runs/{_ID}/cancel", None),
-        ("POST", r"/threads/search", None),
-        ("POST", r"/threads/count", None),
+        ("POST", r"/threads/search", _search),
         ("POST", rf"/threads/{_ID}/history", None),
         ("POST", r"/assistants/search", None),
-        ("POST", r"/store/items/search", None),
-        ("POST", r"/store/namespaces", None),
         ("POST", r"/chat/api/feedback", None),  # the page's own route validates its body
     )
 )
@@ -106,42 +159,186 @@ def route_check(method: str, path: str) -> tuple[bool, Check | None]:
     return False, None
 
 
-class ScopeGuard:
-    """ASGI middleware enforcing a ScopePolicy on the LangGraph API (pass-through when the policy is None)."""
+def bad_id(path: str) -> str | None:
+    """The first thread or run id in the path that is not a UUID (a route word such as 'search' is no id)."""
+    parts = path.strip("/").split("/")
+    for before, part in itertools.pairwise(parts):
+        if before in ID_AFTER and part not in ROUTE_WORDS:
+            try:
+                uuid.UUID(part)
+            except ValueError:
+                return part
+    return None
 
-    def __init__(self, app: ASGIApp, policy: ScopePolicy | None = None) -> None:
+
+def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether a parsed JSON value nests deeper than `limit` (walked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def parse_body(raw: bytes) -> Any:
+    """The request's JSON (None when empty); ValueError with the reason when it does not parse or nests too deep."""
+    if not raw.strip():
+        return None
+    try:
+        body = json.loads(raw)
+    except RecursionError as exc:
+        raise ValueError(f"the request body nests deeper than {MAX_JSON_DEPTH} levels") from exc
+    except ValueError as exc:
+        raise ValueError("the request body is not valid JSON") from exc
+    if too_deep(body):
+        raise ValueError(f"the request body nests deeper than {MAX_JSON_DEPTH} levels")
+    return body
+
+
+class ScopeGuard:
+    """ASGI middleware: ids and bodies checked, runs stamped with their scope, and a ScopePolicy enforced on the
+    API's reads and writes when one is given (module docstring)."""
+
+    def __init__(self, app: ASGIApp, policy: ScopePolicy | None = None, runs: RunContexts | None = None) -> None:
+        if policy is not None and runs is None:
+            raise ValueError("a scope guard with a policy needs the server's runs to tell which threads it opens")
         self.app = app
         self.policy = policy
+        self.runs: RunContexts = runs or _no_runs
+        self._scopes: dict[str, list[dict[str, Any]]] = {}  # thread id -> its runs' contexts, kept as runs pass
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.policy is not None and scope["type"] == "websocket":
+        if scope["type"] == "websocket" and self.policy is not None:
             await _refuse_websocket(receive, send)  # the API's websocket can start runs: not the page's way
             return
-        if scope["type"] != "http" or self.policy is None or scope["method"] in READ_METHODS:
-            await self.app(scope, receive, send)
+        if scope["type"] != "http" or scope.get("root_path") == LOOPBACK_ROOT:
+            await self.app(scope, receive, send)  # the server's own in-process calls (this guard's among them)
             return
-        path = _path(scope)
-        allowed, check = route_check(scope["method"], path)
-        if not allowed:
-            await _refuse(send, f"{scope['method']} {path} is not open while the chat page's scope policy is on")
+        method, path = scope["method"], _path(scope)
+        wrong = bad_id(path)
+        if wrong is not None:
+            await refuse(send, f"no conversation or run {wrong!r}: its id is not a UUID", status=HTTPStatus.NOT_FOUND)
             return
-        if check is None:
+        if self.policy is None:
+            await self._open(scope, receive, send, method, path)
+        else:
+            await self._enforced(self.policy, scope, receive, send, method, path)
+
+    async def _open(self, scope: Scope, receive: Receive, send: Send, method: str, path: str) -> None:
+        """No policy: bodies must parse, and a run's metadata is stamped with the scope its context gives."""
+        if method in READ_METHODS:
             await self.app(scope, receive, send)
             return
         raw = await _read_body(receive)
         if raw is None:
-            await _refuse(send, "request body too large", status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+            await refuse(send, "request body too large", status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
             return
         try:
-            body = json.loads(raw) if raw.strip() else None
-            checked = check(body, self.policy)
-        except ValueError as exc:  # ScopeViolation is a ValueError too; invalid JSON is one
-            message = str(exc) if isinstance(exc, ScopeViolation) else "the request body is not valid JSON"
-            await _refuse(send, message)
+            body = parse_body(raw)
+        except ValueError as exc:
+            await refuse(send, str(exc), status=HTTPStatus.BAD_REQUEST)
+            return
+        if method == "POST" and _RUN_ROUTE.match(path) and isinstance(body, dict):
+            config = body.get("config") if isinstance(body.get("config"), Mapping) else {}
+            given = body.get("context") or config.get("configurable") or {}
+            raw = json.dumps(_stamped(body, given if isinstance(given, Mapping) else {})).encode()
+        await self.app(_with_length(scope, len(raw)), _replay(raw, receive), send)
+
+    async def _enforced(
+        self, policy: ScopePolicy, scope: Scope, receive: Receive, send: Send, method: str, path: str
+    ) -> None:
+        thread = _THREAD.match(path)
+        thread_id = thread.group(1) if thread and thread.group(1) not in ROUTE_WORDS else None
+        if thread_id is not None and not await self.readable(policy, thread_id):
+            await refuse(send, f"no conversation {thread_id!r} open to this page", status=HTTPStatus.NOT_FOUND)
+            return
+        if method in READ_METHODS:
+            if method != "OPTIONS" and thread_id is None and not any(p.match(path) for p in OPEN_READS):
+                await refuse(send, f"{method} {path} is not open while the chat page's scope policy is on")
+                return
+            await self.app(scope, receive, send)
+            return
+        allowed, check = route_check(method, path)
+        if not allowed:
+            await refuse(send, f"{method} {path} is not open while the chat page's scope policy is on")
+            return
+        raw = await _read_body(receive)
+        if raw is None:
+            await refuse(send, "request body too large", status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+            return
+        try:
+            body = parse_body(raw)
+        except ValueError as exc:
+            await refuse(send, str(exc), status=HTTPStatus.BAD_REQUEST)
+            return
+        if path == "/chat/api/feedback" and isinstance(body, dict):
+            rated = str(body.get("thread_id") or "")
+            if bad_id(f"/threads/{rated}") is not None or not await self.readable(policy, rated):
+                await refuse(send, f"no conversation {rated!r} open to this page", status=HTTPStatus.NOT_FOUND)
+                return
+        try:
+            checked = check(body, policy) if check is not None else body
+        except ScopeViolation as exc:
+            await refuse(send, str(exc))
             return
         if checked is not body:
             raw = json.dumps(checked).encode()
-        await self.app(_with_length(scope, len(raw)), _replay(raw, receive), send)
+        if thread_id is not None and method == "POST" and path.endswith("/runs/stream"):
+            self._scopes.setdefault(thread_id, []).append(dict(checked["context"]))
+        if method == "DELETE" and thread_id is not None:
+            self._scopes.pop(thread_id, None)
+        scope = _with_length(scope, len(raw))
+        if path == "/threads/search":
+            send = self._only_readable(policy, send)
+        await self.app(scope, _replay(raw, receive), send)
+
+    async def readable(self, policy: ScopePolicy, thread_id: str) -> bool:
+        """Whether the policy allows every run the thread holds (a thread the server does not have: yes, and the
+        server answers its 404)."""
+        contexts = self._scopes.get(thread_id)
+        if contexts is None:
+            found = await self.runs(thread_id)
+            if found is None:
+                return True
+            contexts = self._scopes[thread_id] = found
+        return all(policy.allows(context) for context in contexts)
+
+    async def _listed(self, policy: ScopePolicy, thread: Any) -> bool:
+        return isinstance(thread, dict) and await self.readable(policy, str(thread.get("thread_id", "")))
+
+    def _only_readable(self, policy: ScopePolicy, send: Send) -> Send:
+        """A `send` that passes a thread search's answer on without the threads the policy does not open."""
+        started: list[Message] = []
+        chunks: list[bytes] = []
+
+        async def filtered(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                started.append(message)
+                return
+            if message["type"] != "http.response.body":
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            start, body = started[0], b"".join(chunks)
+            threads = json.loads(body) if start["status"] == HTTPStatus.OK else None
+            if isinstance(threads, list):
+                kept = [t for t in threads if await self._listed(policy, t)]
+                body = json.dumps(kept).encode()
+            headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+            await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+
+        return filtered
+
+
+async def _no_runs(thread_id: str) -> list[dict[str, Any]] | None:
+    return None
 
 
 def _path(scope: Scope) -> str:
@@ -192,13 +389,3 @@ async def _refuse_websocket(receive: Receive, send: Send) -> None:
     message = await receive()
     if message["type"] == "websocket.connect":
         await send({"type": "websocket.close", "code": POLICY_VIOLATION, "reason": "closed by the scope policy"})
-
-
-async def _refuse(send: Send, detail: str, *, status: int = HTTPStatus.FORBIDDEN) -> None:
-    body = json.dumps({"detail": " ".join(detail.split())}).encode()
-    headers: list[tuple[bytes, bytes]] = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from reground.tools.errors import InputError
-from reground.tools.stores.search_index import MATCH_ANY
+from reground.tools.stores.search_index import BOOKKEEPING_FIELDS, MATCH_ANY
 
 POLICY_ENV = "REGROUND_UI_POLICY"
 # The only context keys a page request may carry; everything else is the server's (model, store, prompts, ...).
@@ -81,6 +81,19 @@ class ScopePolicy:
                 raise ScopeViolation(f"{name}: {key} must be one of {', '.join(allowed)}; got {value!r}")
             bound[key] = value
         return {**self.context, "collection": name, "metadata_filter": bound}
+
+    def allows(self, context: Any) -> bool:
+        """Whether a run's recorded context (the server's keys included) is in a scope this policy grants: a listed
+        collection and exactly one listed value for each of its scope fields. A conversation held under a wider
+        policy is readable only while every one of its runs is."""
+        if not isinstance(context, Mapping):
+            return False
+        name = context.get("collection")
+        scope = self.collections.get(name) if isinstance(name, str) else None
+        wanted = context.get("metadata_filter") or {}
+        if scope is None or not isinstance(wanted, Mapping) or set(wanted) != set(scope.fields):
+            return False
+        return all(isinstance(wanted[k], str) and wanted[k] in allowed for k, allowed in scope.fields.items())
 
     def as_json(self) -> dict[str, Any]:
         """The policy file's form (also what the page reads to offer its choices)."""
@@ -149,18 +162,54 @@ def scope_values(metadatas: Iterable[Mapping[str, Any]], fields: Sequence[str]) 
     return {key: tuple(sorted(values)) for key, values in seen.items() if values}
 
 
+def scope_fields(metadatas: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The fields a collection's documents are scoped by, read from their metadata: a field some document sets to
+    'all' or to a comma list of values says whom a document applies to (a topic or an owner never does). A field
+    whose value follows from another's (a region from the country) is left out: choosing it adds nothing."""
+    rows = [m for m in metadatas if isinstance(m, Mapping)]
+    candidates = sorted(
+        {
+            key
+            for row in rows
+            for key, value in row.items()
+            if key not in BOOKKEEPING_FIELDS and (str(value).strip() == MATCH_ANY or "," in str(value))
+        }
+    )
+    values = {key: {str(row.get(key, "")) for row in rows} for key in candidates}
+
+    def follows(field: str, source: str) -> bool:
+        seen: dict[str, str] = {}
+        return all(seen.setdefault(str(row.get(source, "")), str(row.get(field, ""))) == str(row.get(field, ""))
+                   for row in rows)  # fmt: skip
+
+    return [
+        field
+        for field in candidates
+        if not any(
+            other != field
+            and follows(field, other)
+            and (
+                len(values[other]) > len(values[field]) or (len(values[other]) == len(values[field]) and other < field)
+            )
+            for other in candidates
+        )
+    ]
+
+
 def data_policy(
     collections: Mapping[str, Iterable[Mapping[str, Any]]],
-    fields: Sequence[str],
+    fields: Sequence[str] | None,
     *,
     defaults: Mapping[str, Mapping[str, str]] | None = None,
     context: Mapping[str, Any] | None = None,
 ) -> ScopePolicy:
     """A policy opening every given collection with every value its chunks hold in `fields` (`collections`: name ->
-    chunk metadatas): a user picks a value per field but cannot leave the scope out or change other settings."""
+    chunk metadatas; `fields` None: each collection's own `scope_fields`): a user picks a value per field but cannot
+    leave the scope out or change other settings."""
     scopes: dict[str, CollectionScope] = {}
-    for name, metadatas in collections.items():
-        values = scope_values(metadatas, fields)
+    for name, chunks in collections.items():
+        metadatas = list(chunks)
+        values = scope_values(metadatas, scope_fields(metadatas) if fields is None else fields)
         wanted = (defaults or {}).get(name, {})
         default = {k: v for k, v in wanted.items() if v in values.get(k, ())}
         scopes[name] = CollectionScope(fields=values, default=default)
@@ -169,7 +218,7 @@ def data_policy(
 
 def policy_from_data(
     data_dir: str | os.PathLike[str] | None,
-    fields: Sequence[str],
+    fields: Sequence[str] | None,
     *,
     defaults: Mapping[str, Mapping[str, str]] | None = None,
     context: Mapping[str, Any] | None = None,

@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +25,7 @@ import httpx
 from reground.tools.adapters.local_server import free_port, log_tail
 from reground.tools.errors import RegroundError
 from reground.tools.tuning.web import CHAT_PAGE
+from reground.web.origin import ORIGINS_ENV
 
 GRAPHS = {"reground": "reground.graph.builder:graph", "ingest": "reground.graph.ingest_graph:graph"}
 CUSTOM_APP = "reground.web.app:app"
@@ -46,9 +47,11 @@ class ServerStartError(RegroundError, RuntimeError):
     """`langgraph dev` exited or did not answer; the message carries its log's tail."""
 
 
-def langgraph_config() -> dict[str, object]:
-    """The langgraph.json `reground ui` serves: reground's graphs plus the chat page."""
-    return {"dependencies": ["."], "graphs": dict(GRAPHS), "http": {"app": CUSTOM_APP}, "python_version": "3.11"}
+def langgraph_config(origins: Sequence[str] = ()) -> dict[str, object]:
+    """The langgraph.json `reground ui` serves: reground's graphs plus the chat page. CORS names the allowed other
+    origins only (none by default): langgraph-api's default is `*` (any site's page may read the answers)."""
+    http = {"app": CUSTOM_APP, "cors": {"allow_origins": list(origins)}}
+    return {"dependencies": ["."], "graphs": dict(GRAPHS), "http": http, "python_version": "3.11"}
 
 
 def pick_port(wanted: int | None) -> int:
@@ -92,12 +95,21 @@ class PageServer:
 
 
 def start_page_server(
-    workdir: Path, *, port: int, env: Mapping[str, str], host: str = "127.0.0.1", timeout_s: float = START_TIMEOUT_S
+    workdir: Path,
+    *,
+    port: int,
+    env: Mapping[str, str],
+    host: str = "127.0.0.1",
+    timeout_s: float = START_TIMEOUT_S,
+    origins: Sequence[str] = (),
 ) -> PageServer:
-    """Start `langgraph dev` in `workdir` (its threads are kept there) and wait until /ok answers on `port`."""
+    """Start `langgraph dev` in `workdir` (its threads are kept there) and wait until /ok answers on `port`;
+    `origins`: other web origins allowed to use the API besides the page's own."""
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "langgraph.json"
-    config.write_text(json.dumps(langgraph_config(), indent=2) + "\n", encoding="utf-8")
+    config.write_text(json.dumps(langgraph_config(origins), indent=2) + "\n", encoding="utf-8")
+    if origins:
+        env = {**env, ORIGINS_ENV: ",".join(origins)}
     log = workdir / "langgraph-dev.log"
     command = [
         str(Path(sys.executable).with_name("langgraph")),

@@ -34,6 +34,7 @@ POLICY = policy_from_json(
     }
 )
 SCOPE = {"collection": "demo-hr", "metadata_filter": {"country": "DE"}}
+T1, T2, GONE = (f"0195c6a4-1e5f-7000-8000-{n:012x}" for n in (0xA1, 0xA2, 0xDEAD))  # thread ids (UUIDs)
 RUN = {"assistant_id": "reground", "input": {"messages": [{"role": "user", "content": "hi"}]}, "context": SCOPE}
 
 
@@ -65,15 +66,19 @@ class FakeServer:
 
     def __init__(self) -> None:
         self._store = InMemoryStore()
+        self.runs: dict[str, list[dict[str, Any]]] = {T1: [{"escalation": "ask HR", **SCOPE}]}
 
     async def history(self, thread_id: str) -> list[dict[str, Any]]:
-        if thread_id == "gone":  # what the SDK raises for a thread the server does not have
+        if thread_id == GONE:  # what the SDK raises for a thread the server does not have
             request = httpx.Request("POST", f"http://api/threads/{thread_id}/history")
             raise httpx.HTTPStatusError("404", request=request, response=httpx.Response(404, request=request))
-        return HISTORY if thread_id == "t1" else []
+        return HISTORY if thread_id == T1 else []
 
     async def store(self) -> Any:
         return self._store
+
+    async def run_contexts(self, thread_id: str) -> list[dict[str, Any]] | None:
+        return None if thread_id == GONE else self.runs.get(thread_id, [])
 
 
 def _client(policy: Any = POLICY) -> tuple[TestClient, list[dict[str, Any]], FakeServer]:
@@ -126,30 +131,29 @@ def test_config_offers_the_policy_and_says_it_is_enforced() -> None:
 
 def test_a_granted_run_reaches_the_api_with_the_enforced_context() -> None:
     client, reached, _ = _client()
-    response = client.post("/threads/t1/runs/stream", json=RUN)
+    response = client.post(f"/threads/{T1}/runs/stream", json=RUN)
     assert response.status_code == 200
-    assert reached == [{**RUN, "context": {"escalation": "ask HR", **SCOPE}}]
+    assert reached == [{**RUN, "context": {"escalation": "ask HR", **SCOPE}, "metadata": SCOPE}], "stamped: the scope"
 
 
 @pytest.mark.parametrize(
     ("method", "path", "body", "needle"),
     [
-        ("POST", "/threads/t1/runs/stream", {**RUN, "context": {**SCOPE, "metadata_filter": {}}}, "country"),
-        ("POST", "/threads/t1/runs/stream", {**RUN, "context": {**SCOPE, "chat_model": "openai:x"}}, "chat_model"),
-        ("POST", "/threads/t1/runs/stream", {**RUN, "assistant_id": "ingest"}, "'reground' graph"),
-        ("POST", "/threads/t1/runs/stream", {**RUN, "config": {"configurable": SCOPE}, "context": None}, "config"),
-        ("POST", "/threads/t1/runs/stream", {**RUN, "command": {"update": {"passages": []}}}, "resume"),
-        ("POST", "/threads/t1/runs/stream", {**RUN, "webhook": "http://x"}, "webhook"),
-        ("POST", "/threads/t1/runs/stream", "not json at all", "not valid JSON"),
-        ("POST", "/threads/t1/runs", RUN, "not open"),
-        ("POST", "/threads/t1/runs/wait", RUN, "not open"),
+        ("POST", f"/threads/{T1}/runs/stream", {**RUN, "context": {**SCOPE, "metadata_filter": {}}}, "country"),
+        ("POST", f"/threads/{T1}/runs/stream", {**RUN, "context": {**SCOPE, "chat_model": "openai:x"}}, "chat_model"),
+        ("POST", f"/threads/{T1}/runs/stream", {**RUN, "assistant_id": "ingest"}, "'reground' graph"),
+        ("POST", f"/threads/{T1}/runs/stream", {**RUN, "config": {"configurable": SCOPE}, "context": None}, "config"),
+        ("POST", f"/threads/{T1}/runs/stream", {**RUN, "command": {"update": {"passages": []}}}, "resume"),
+        ("POST", f"/threads/{T1}/runs/stream", {**RUN, "webhook": "http://x"}, "webhook"),
+        ("POST", f"/threads/{T1}/runs", RUN, "not open"),
+        ("POST", f"/threads/{T1}/runs/wait", RUN, "not open"),
         ("POST", "/runs/stream", RUN, "not open"),
         ("POST", "/runs/batch", [RUN], "not open"),
         ("POST", "/runs/crons", RUN, "not open"),
         ("POST", "/assistants", {"graph_id": "reground", "context": {"data_dir": "/"}}, "not open"),
         ("PATCH", "/assistants/a1", {"context": {"data_dir": "/"}}, "not open"),
-        ("PUT", "/store/items", {"namespace": [FEEDBACK_NAMESPACE, "t1"], "key": "a1", "value": {}}, "not open"),
-        ("POST", "/threads/t1/state", {"values": {"passages": []}}, "not open"),
+        ("PUT", "/store/items", {"namespace": [FEEDBACK_NAMESPACE, T1], "key": "a1", "value": {}}, "not open"),
+        ("POST", f"/threads/{T1}/state", {"values": {"passages": []}}, "not open"),
         ("POST", "/threads", {"metadata": {}, "supersteps": [{"updates": []}]}, "metadata"),
         ("POST", "/mcp", {"method": "tools/call"}, "not open"),
     ],
@@ -168,18 +172,18 @@ def test_every_other_way_to_run_or_write_is_refused_before_it_reaches_the_api(
 def test_reads_and_the_pages_thread_writes_pass() -> None:
     client, reached, _ = _client()
     assert client.post("/threads", json={"metadata": {"title": "x"}}).status_code == 200
-    assert client.patch("/threads/t1", json={"metadata": {"title": "y"}}).status_code == 200
-    assert client.delete("/threads/t1").status_code == 200
+    assert client.patch(f"/threads/{T1}", json={"metadata": {"title": "y"}}).status_code == 200
+    assert client.delete(f"/threads/{T1}").status_code == 200
     assert client.post("/threads/search", json={"limit": 5}).status_code == 200
-    assert client.get("/threads/t1/state").status_code == 200
-    assert [r.get("path") for r in reached] == ["/threads", "/threads/t1", "/threads/t1", "/threads/search",
-                                                "/threads/t1/state"]  # fmt: skip
+    assert client.get(f"/threads/{T1}/state").status_code == 200
+    assert [r.get("path") for r in reached] == ["/threads", f"/threads/{T1}", f"/threads/{T1}", "/threads/search",
+                                                f"/threads/{T1}/state"]  # fmt: skip
 
 
 def test_without_a_policy_everything_passes() -> None:
     client, _, _ = _client(None)
     body = {**RUN, "context": {"collection": "anything", "data_dir": "/x"}}
-    assert client.post("/threads/t1/runs/stream", json=body).json()["context"] == body["context"]
+    assert client.post(f"/threads/{T1}/runs/stream", json=body).json()["context"] == body["context"]
     assert client.post("/runs/wait", json=RUN).status_code == 200
 
 
@@ -188,8 +192,8 @@ def test_the_apis_websocket_is_closed_under_a_policy() -> None:
         await receive()
         await send({"type": "websocket.accept"})
 
-    client = TestClient(ScopeGuard(ws_app, policy=POLICY))
-    with pytest.raises(WebSocketDisconnect) as closed, client.websocket_connect("/threads/t1/stream/events"):
+    client = TestClient(ScopeGuard(ws_app, policy=POLICY, runs=FakeServer().run_contexts))
+    with pytest.raises(WebSocketDisconnect) as closed, client.websocket_connect(f"/threads/{T1}/stream/events"):
         pass
     assert closed.value.code == 1008
 
@@ -206,25 +210,25 @@ def test_a_threads_turns_come_from_its_checkpoints_with_their_scope() -> None:
 
 def test_a_rating_is_stored_as_the_server_ran_the_turn_and_shown_with_the_thread() -> None:
     client, _, server = _client()
-    stored = client.post("/chat/api/feedback", json={"thread_id": "t1", "message_id": "a1", "rating": "up",
+    stored = client.post("/chat/api/feedback", json={"thread_id": T1, "message_id": "a1", "rating": "up",
                                                       "note": "  exactly\nright "})  # fmt: skip
     assert stored.json() == {"stored": True, "rating": "up", "note": "exactly right"}
-    item = server._store.get((FEEDBACK_NAMESPACE, "t1"), "a1")
+    item = server._store.get((FEEDBACK_NAMESPACE, T1), "a1")
     assert item is not None
     assert item.value["question"] == "How much leave?" and item.value["answer"] == "30 days."
     assert item.value["metadata_filter"] == {"country": "DE"} and item.value["citations"][0]["doc_id"]
-    turns = client.get("/chat/api/threads/t1/turns").json()["turns"]
+    turns = client.get(f"/chat/api/threads/{T1}/turns").json()["turns"]
     assert [t["feedback"] for t in turns] == [{"rating": "up", "note": "exactly right"}, None]
 
 
 @pytest.mark.parametrize(
     ("body", "status", "needle"),
     [
-        ({"thread_id": "t1", "message_id": "a1", "rating": "meh"}, 400, "rating"),
-        ({"thread_id": "t1", "message_id": "a1", "rating": "up", "note": "x" * 2001}, 400, "note"),
-        ({"thread_id": "t1", "message_id": "h1", "rating": "up"}, 404, "no answered turn"),
-        ({"thread_id": "t2", "message_id": "a1", "rating": "down"}, 404, "no answered turn"),
-        ({"thread_id": "gone", "message_id": "a1", "rating": "down"}, 404, "no answered turn"),
+        ({"thread_id": T1, "message_id": "a1", "rating": "meh"}, 400, "rating"),
+        ({"thread_id": T1, "message_id": "a1", "rating": "up", "note": "x" * 2001}, 400, "note"),
+        ({"thread_id": T1, "message_id": "h1", "rating": "up"}, 404, "no answered turn"),
+        ({"thread_id": T2, "message_id": "a1", "rating": "down"}, 404, "no answered turn"),
+        ({"thread_id": GONE, "message_id": "a1", "rating": "down"}, 404, "no answered turn"),
         (["up"], 400, "JSON object"),
     ],
 )
@@ -236,14 +240,14 @@ def test_bad_feedback_is_refused_on_one_line(body: Any, status: int, needle: str
 
 
 def test_an_unknown_thread_is_a_one_line_404() -> None:
-    response = _client()[0].get("/chat/api/threads/gone/turns")
+    response = _client()[0].get(f"/chat/api/threads/{GONE}/turns")
     assert response.status_code == 404
-    assert response.json()["detail"] == "no conversation 'gone' on this server (deleted?)"
+    assert response.json()["detail"] == f"no conversation '{GONE}' on this server (deleted?)"
 
 
 def test_feedback_record_rejects_an_unknown_rating() -> None:
     with pytest.raises(ValueError, match="rating"):
-        feedback_record("t1", thread_turns(HISTORY)[0], "sideways", "")
+        feedback_record(T1, thread_turns(HISTORY)[0], "sideways", "")
 
 
 def test_reground_ui_serves_the_same_graphs_and_page_as_the_repositorys_langgraph_json() -> None:

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
+from http import HTTPStatus
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -92,6 +93,8 @@ MODELS: dict[str, ModelSpec] = {  # fact: the pinned model files, their parts an
     )
 }
 DEFAULT_MODEL = "qwen2.5-0.5b"
+# The server's entry point: llama.cpp's server without its any-origin CORS (`main` below).
+SERVER_MODULE = "reground.tools.adapters.local_server"
 MODEL_ALIAS = "local"  # the model name the server answers to (`local:<anything>` specs send it)
 _RECORD = "llm-server.json"
 
@@ -265,7 +268,7 @@ def _is_our_server(info: ServerInfo) -> bool:
         argv = Path(f"/proc/{info.pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return True  # no /proc (not Linux): trust pid + start time
-    return b"llama_cpp.server" in argv and str(info.port).encode() in argv
+    return bool({b"llama_cpp.server", SERVER_MODULE.encode()} & set(argv)) and str(info.port).encode() in argv
 
 
 def _same_dir(a: str, b: str | os.PathLike[str]) -> bool:
@@ -342,7 +345,7 @@ def launch(
     port = port or free_port()
     log = log or state_dir(data) / "llm-server.log"
     command = [
-        sys.executable, "-m", "llama_cpp.server",
+        sys.executable, "-m", SERVER_MODULE,
         "--model", str(gguf), "--model_alias", MODEL_ALIAS,
         "--host", "127.0.0.1", "--port", str(port),
         "--n_ctx", str(n_ctx), "--n_threads", str(n_threads or os.cpu_count() or 2),
@@ -466,3 +469,51 @@ def stop(data: str | os.PathLike[str] | None = None) -> ServerInfo | None:
         _stop_pid(info.pid)
         _record_path(data).unlink(missing_ok=True)
         return info
+
+
+# --- the server's entry point: no other web origin, no other host name ----------------------------------------
+
+
+def loopback_only(app: Any, port: int) -> Any:
+    """llama.cpp's app answering only clients outside a browser on this machine: a request with an `Origin` (a web
+    page's; none of ours sends one) or a `Host` other than 127.0.0.1 / localhost on `port` (a DNS name rebound to
+    this machine) gets a 403 and no CORS header (llama_cpp.server allows any origin, credentials included)."""
+    hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            headers = dict(scope.get("headers") or [])
+            if b"origin" in headers or headers.get(b"host", b"").lower() not in hosts:
+                if scope["type"] == "http":
+                    body = b'{"detail": "the local LLM server answers programs on this machine, not web pages"}'
+                    start = {"type": "http.response.start", "status": int(HTTPStatus.FORBIDDEN)}
+                    await send({**start, "headers": [(b"content-type", b"application/json")]})
+                    await send({"type": "http.response.body", "body": body})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m reground.tools.adapters.local_server <llama_cpp.server options>`: llama.cpp's server (its own
+    options and settings) without its CORS middleware, behind `loopback_only`."""
+    import argparse
+
+    import uvicorn
+    from llama_cpp.server.app import create_app
+    from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
+    from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
+    from starlette.middleware.cors import CORSMiddleware
+
+    parser = argparse.ArgumentParser(description="llama.cpp's OpenAI-compatible server, for this machine only")
+    add_args_from_model(parser, Settings)
+    args = parser.parse_args(argv)
+    server = parse_model_from_args(ServerSettings, args)
+    app = create_app(server_settings=server, model_settings=[parse_model_from_args(ModelSettings, args)])
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not CORSMiddleware]
+    uvicorn.run(loopback_only(app, server.port), host=server.host, port=server.port)
+
+
+if __name__ == "__main__":
+    main()

@@ -15,6 +15,8 @@ class ChatPage:
     ratings_per_thread: int = 1000
     # A page request is a question and its scope; a larger body is refused.
     max_body_bytes: int = 2**20
+    # A request body nesting deeper is refused (400): the page's deepest is 4 levels; 100,000 crashed the server.
+    max_json_depth: int = 64
     # A rating's note is cut to this many characters.
     max_note_chars: int = 2000
     # `reground ui`: the README's port for `langgraph dev` (a free one when it is taken), how long the server may take

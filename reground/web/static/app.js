@@ -449,6 +449,22 @@ function replyBody(text, citations, passages) {
   return body;
 }
 
+const MARK_CONTEXT = 24; // characters beside a [n] compared with the passages to tell a document's own mark
+
+function squeeze(text) {
+  return String(text || "").replace(/\s+/g, " ");
+}
+
+// A "[n]" the passages themselves hold where the reply has it (a footnote mark copied with its sentence) is the
+// document's text, not a citation: it stays text and opens nothing.
+function documentsHold(text, index, marker, passages) {
+  const before = squeeze(text.slice(Math.max(0, index - MARK_CONTEXT), index)).trimStart();
+  const after = squeeze(text.slice(index + marker.length, index + marker.length + MARK_CONTEXT)).trimEnd();
+  const needle = before.trim() ? before + marker : marker + after;
+  if (!needle.trim() || needle.trim() === marker) return false;
+  return passages.some((p) => squeeze(p.text).includes(needle));
+}
+
 function inline(text, citations, passages) {
   const paragraph = el("p");
   const pattern = /\[(\d+)\]|`([^`\n]+)`/g;
@@ -459,7 +475,8 @@ function inline(text, citations, passages) {
     if (match[2] !== undefined) {
       paragraph.append(el("code", { text: match[2] }));
     } else {
-      const citation = citations.find((c) => c.number === Number(match[1]));
+      const own = documentsHold(text, match.index, match[0], passages);
+      const citation = own ? null : citations.find((c) => c.number === Number(match[1]));
       paragraph.append(
         citation
           ? el("button", {
@@ -478,9 +495,14 @@ function inline(text, citations, passages) {
   return paragraph;
 }
 
+// An http(s) link opens in a new tab without a referrer; any other scheme is text. An address with a user part
+// (good.example@evil.example) names its real host after the "@": it is not linked, and says that host.
 function safeLink(url) {
   try {
     const parsed = new URL(url);
+    if ((parsed.protocol === "http:" || parsed.protocol === "https:") && (parsed.username || parsed.password)) {
+      return el("span", { class: "unsafe-link", text: `${url} (its host is ${parsed.host}, not the name before the @)` });
+    }
     if (parsed.protocol === "http:" || parsed.protocol === "https:") {
       return el("a", { href: parsed.href, target: "_blank", rel: "noopener noreferrer", text: url });
     }
