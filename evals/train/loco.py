@@ -134,13 +134,17 @@ def collect(
     data_dir: str | None,
     chat_model: str | None,
     reuse: bool = False,
+    overrides: Sequence[str] = (),
 ) -> tuple[Path, Path]:
     """Every collection's turns (units) and paragraph pools in each reading, cached per collection and reading;
     merged into the two caches the trainers read (`--cache`)."""
     from reground.evals.train.chunk_ranker import collect as collect_pools
     from reground.evals.train.unit_ranker import collect_turns
 
-    key = code_key()
+    from reground.commands.eval import parse_overrides
+
+    settings = parse_overrides(list(overrides))  # the units are read from the candidates these settings choose
+    key = code_key() + (hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:6] if settings else "")
     readings = {LLM_FREE: None, **({REWRITTEN: chat_model} if chat_model else {})}
     units: dict[str, list[Any]] = {name: [] for name in readings}
     pools: dict[str, list[Any]] = {name: [] for name in readings}
@@ -151,7 +155,7 @@ def collect(
             units[name] += _cached(
                 work / "cache" / f"units-{stem}.pkl",
                 lambda d=docs, c=cases, s=spec: collect_turns(
-                    d, c, data_dir=data_dir, answerable_only=False, chat_model_spec=s
+                    d, c, data_dir=data_dir, answerable_only=False, chat_model_spec=s, overrides=settings
                 ),
                 reuse=reuse,
             )
@@ -465,7 +469,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     seconds: dict[str, float] = {}
     started = time.monotonic()
     if not args.skip_train:
-        caches = collect(split, work, data_dir=args.data_dir, chat_model=args.chat_model, reuse=args.reuse_collected)
+        caches = collect(
+            split,
+            work,
+            data_dir=args.data_dir,
+            chat_model=args.chat_model,
+            reuse=args.reuse_collected,
+            overrides=args.set,
+        )
         seconds["collect"] = round(time.monotonic() - started, 1)
         unit_folds: dict[str, Path] = {}
         if args.scorer:
@@ -513,16 +524,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def ship(args: argparse.Namespace) -> None:
-    """The shipped models fitted on every collection: each trainer without `--out` (weights, cards, summaries into
-    the package and evals/results/units/); prints what to pin."""
+    """The shipped models fitted on every collection: the unit scorer (with `--scorer`) into the package, then each
+    trainer without `--out` (weights, cards, summaries into the package and evals/results/units/); prints what to
+    pin."""
     work = Path(args.work)
     split = split_sets(args.sets, work)
-    caches = collect(split, work, data_dir=args.data_dir, chat_model=args.chat_model)
+    caches = collect(split, work, data_dir=args.data_dir, chat_model=args.chat_model, reuse=args.reuse_collected)
     docs, cases = combined_files(split, work)
-    for trainer, cache in (("unit_ranker", caches[0]), ("doc_triage", caches[0]), ("chunk_ranker", caches[1])):
+    units = caches[0]
+    names = ["unit_ranker.json", "doc_triage.json", "chunk_ranker.json"]
+    if args.scorer:
+        weak = Path(args.weak_pairs) if args.weak_pairs else None
+        units, folds = scorer_folds(caches[0], list(split), work / "models", weak=weak, sources=args.weak_sources)
+        shutil.copyfile(work / "models" / "unit_scorer-int8.onnx", Path("reground/data/units/unit_scorer-int8.onnx"))
+        names.append("unit_scorer-int8.onnx")
+    for trainer, cache in (("unit_ranker", units), ("doc_triage", units), ("chunk_ranker", caches[1])):
         command = [sys.executable, "-m", f"reground.evals.train.{trainer}", "train", "--docs", str(docs)]
-        _run([*command, "--cases", str(cases), "--cache", str(cache)])
-    for name in ("unit_ranker.json", "doc_triage.json", "chunk_ranker.json"):
+        command += ["--cases", str(cases), "--cache", str(cache)]
+        if args.scorer and trainer != "chunk_ranker":
+            command += [f"--fold-cache={held}={path}" for held, path in folds.items()]
+        _run(command)
+    for name in names:
         path = Path("reground/data/units") / name
         print(f"{path}: sha256 {hashlib.sha256(path.read_bytes()).hexdigest()} (pin it)", file=sys.stderr)
 
@@ -540,16 +562,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--collections", type=lambda s: [c for c in s.split(",") if c], default=None)
     p.add_argument("--skip-train", action="store_true", help="answer with the fold models WORK/models already holds")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="a Context override (repeat)")
-    p.add_argument("--scorer", action="store_true", help="fit the unit scorer per fold; the unit ranker reads it")
-    p.add_argument("--weak-pairs", default=str(SCORER_WORK), help="`unit_scorer pairs --out` (empty: none)")
-    p.add_argument("--weak-sources", type=lambda s: [x for x in s.split(",") if x], default=None)
-    p.add_argument(
-        "--reuse-collected",
-        action="store_true",
-        help="fit on the turns collected last even if the code changed since (a change that moves no candidate)",
-    )
     p.add_argument("--units-only", action="store_true", help="stop after the unit ranker's held-out figures")
-    sub.add_parser("ship", parents=[common], help="fit the shipped models on every collection")
+    shipping = sub.add_parser("ship", parents=[common], help="fit the shipped models on every collection")
+    for q in (p, shipping):
+        q.add_argument("--scorer", action="store_true", help="fit the unit scorer; the unit ranker reads it")
+        q.add_argument("--weak-pairs", default=str(SCORER_WORK), help="`unit_scorer pairs --out` (empty: none)")
+        q.add_argument("--weak-sources", type=lambda s: [x for x in s.split(",") if x], default=None)
+        q.add_argument(
+            "--reuse-collected",
+            action="store_true",
+            help="fit on the turns collected last even if the code changed since (a change that moves no candidate)",
+        )
     a = sub.add_parser("answer", help="(one fold; `run` calls it with REGROUND_DOC_MODELS set)")
     a.add_argument("--docs", required=True, type=Path)
     a.add_argument("--cases", required=True, type=Path)

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 from reground.tools.signals.evidence import Evidence, word_overlap
+from reground.tools.signals.unit_scorer import SCORER_FEATURE
 from reground.tools.text.lexical import lexical_tokens
 from reground.tools.text.sentences import has_code_block, split_unit
 from reground.tools.types import Passage
@@ -61,6 +62,14 @@ def unit_feature_rows(question: str, evidence: Sequence[Evidence], passages: Seq
     return np.asarray(rows, dtype=np.float32)
 
 
+def with_scorer(rows: np.ndarray, question: str, evidence: Sequence[Evidence]) -> np.ndarray:
+    """The rows with the unit scorer's logit for each unit as a last column (signals/unit_scorer.py)."""
+    from reground.tools.signals.unit_scorer import shipped_unit_scorer
+
+    logits = shipped_unit_scorer().logits(question, [e.text for e in evidence]) if len(evidence) else np.zeros(0)
+    return np.column_stack([rows, np.asarray(logits, dtype=np.float32)]).astype(np.float32)
+
+
 def structured_turn(evidence: Sequence[Evidence]) -> bool:
     """Whether a turn's units come from documentation with code (a fenced block among them)."""
     return any(has_code_block(e.text) for e in evidence)
@@ -83,9 +92,18 @@ class UnitRanker:
             return np.zeros(0, dtype=np.float32)
         return np.asarray(((rows - self.mean) / self.scale) @ self.weights, dtype=np.float32)
 
+    @property
+    def features(self) -> tuple[str, ...]:
+        """FEATURES, and the unit scorer's logit last when the weights read it (signals/unit_scorer.py)."""
+        return (*self.FEATURES, SCORER_FEATURE) if len(self.weights) == len(self.FEATURES) + 1 else self.FEATURES
+
+    @property
+    def reads_scorer(self) -> bool:
+        return self.features[-1] == SCORER_FEATURE
+
     def to_json(self) -> dict[str, Any]:
         return {
-            "features": list(self.FEATURES),
+            "features": list(self.features),
             "weights": [round(float(w), 6) for w in self.weights],
             "mean": [round(float(m), 6) for m in self.mean],
             "scale": [round(float(s), 6) for s in self.scale],
@@ -98,8 +116,11 @@ class UnitRanker:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Self:
-        if tuple(data.get("features", ())) != cls.FEATURES:
-            raise ValueError(f"the {cls.WHAT}'s features {data.get('features')} are not {list(cls.FEATURES)}")
+        if tuple(data.get("features", ())) not in (cls.FEATURES, (*cls.FEATURES, SCORER_FEATURE)):
+            raise ValueError(
+                f"the {cls.WHAT}'s features {data.get('features')} are not {list(cls.FEATURES)} (with or without "
+                f"{SCORER_FEATURE!r} last)"
+            )
         return cls(
             weights=np.asarray(data["weights"], dtype=np.float32),
             mean=np.asarray(data["mean"], dtype=np.float32),
@@ -135,6 +156,9 @@ def rank_units(
     """The units best first by the ranker, each carrying its score (`unit_score`)."""
     from dataclasses import replace
 
-    scores = ranker.scores(unit_feature_rows(question, evidence, passages))
+    rows = unit_feature_rows(question, evidence, passages)
+    if ranker.reads_scorer:
+        rows = with_scorer(rows, question, evidence)
+    scores = ranker.scores(rows)
     scored = [replace(e, unit_score=round(float(s), 6)) for e, s in zip(evidence, scores, strict=True)]
     return sorted(scored, key=lambda e: (-(e.unit_score or 0.0), e.order))
