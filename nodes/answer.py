@@ -27,6 +27,7 @@ from reground.tools.adapters.chat import LLMReplyError, call_text
 from reground.tools.signals.evidence import (
     Evidence,
     extractive_answer,
+    figure_first,
     previous_reply,
     relevance_parts,
     reply_words,
@@ -182,6 +183,10 @@ def extracted(
     """The extract style: the best evidence sentences as the reply, their passages as the helpful ones (`hedge`: a
     draft of kind "hedge", which the reply introduces as the closest the documents come)."""
     context = env.context
+    # A question asking for a figure ("how many days ...") is answered by a sentence stating one; units the unit
+    # ranker ranked keep its order (a figure there is a code value).
+    if not evidence or evidence[0].unit_score is None:
+        evidence = figure_first(question_of(state), evidence, passages)
     text, helpful = extracted_sentences(evidence, context.evidence, context.answer_length, state.get("history", []))
     text = trim_code_blocks(text, [question_of(state), text], context.evidence.max_code_lines)
     if not text:

@@ -7,9 +7,12 @@ from typing import Any
 import numpy as np
 import pytest
 from reground.tools.signals.evidence import (
+    Evidence,
     asked_again,
+    asked_figure,
     continuity,
     extractive_answer,
+    figure_first,
     rank_evidence,
     relevance_parts,
     repeats,
@@ -404,3 +407,33 @@ def test_an_inline_numbered_list_keeps_each_items_marker_and_a_version_number_is
     prose = "We released version 2. Then the service moved to the new region."
     assert text_sentences(prose) == ["We released version 2.", "Then the service moved to the new region."]
     assert not any(is_list_item(s) for s in text_sentences(prose))
+
+
+def test_a_question_asking_for_a_figure_names_what_it_counts() -> None:
+    assert asked_figure("How many days of annual leave do I get?") == "days"
+    assert asked_figure("How much leave do I get?") == "leave"
+    assert asked_figure("how much does it cost?") == ""
+    assert asked_figure("How do I book leave?") is None
+
+
+def test_the_first_figure_a_page_states_of_what_is_asked_leads_the_reply() -> None:
+    entitlement = "Full-time employees receive 30 working days of paid annual leave per calendar year."
+    carry = "You can carry over up to 5 unused days of annual leave into the next calendar year."
+    hours = "If your working days vary, your leave is calculated in hours: 11.5% of your contracted hours."
+    pages = [
+        Passage(chunk_id="c1", doc_id="leave", title="", section="", url="", position=1, text=carry, metadata={}),
+        Passage(chunk_id="c2", doc_id="leave", title="", section="", url="", position=0, text=entitlement, metadata={}),
+        Passage(chunk_id="c3", doc_id="part-time", title="", section="", url="", position=0, text=hours, metadata={}),
+    ]
+    ranked = [
+        Evidence(carry, 1, 2.5, 1.0, 0.7, order=0),
+        Evidence(hours, 3, 2.3, 1.0, 0.6, order=2),
+        Evidence(entitlement, 2, 1.9, 1.0, 0.6, order=1),
+    ]
+    led = figure_first("How many days of annual leave do I get?", ranked, pages)
+    assert [e.text for e in led] == [entitlement, carry, hours], "both state days; the page states 30 first"
+    assert extractive_answer(led, 1)[0] == entitlement
+    assert figure_first("How much leave do I get?", ranked[1:], pages)[0].text == entitlement, "hours state no leave"
+    assert figure_first("How do I book leave?", ranked, pages) == ranked, "no figure asked: the ranking stands"
+    far = [ranked[0], Evidence(entitlement, 2, 1.0, 0.3, 0.3, order=1)]
+    assert figure_first("How many days of annual leave do I get?", far, pages)[0].text == carry, "too far below"

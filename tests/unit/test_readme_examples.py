@@ -1,9 +1,10 @@
 """Every example question in the README, asked as written on the demo corpus with the scope it shows (extract
 default, scripted model: no LLM call is made), answers with the fact a reader of the README expects.
 
-Two of the README's wordings are known to fail today (strict xfail, so a fix shows up as a failure to update): the
-judge, its reader and the MiniLM cosines all prefer "You can carry over up to 5 unused days of annual leave ..."
-to the entitlement sentence for "How many days of annual leave do I get?" and "How much leave do I get?".
+The leave wordings ask for a figure ("how many days", "how much leave"): the judge, its reader and the MiniLM cosines
+all prefer "You can carry over up to 5 unused days of annual leave ..." or a pro-rata rule in hours to the
+entitlement, and the reply gives the sentences that state a figure of what is asked (signals/evidence.py,
+`figure_answer`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from reground.demo import DEMO_COLLECTION, DEMO_SCOPE, DEMO_TURNS, demo_corpus_p
 from reground.testing.fake_chat import ScriptedChatModel
 
 ENTITLEMENT = "30 working days"
-KNOWN_WRONG = pytest.mark.xfail(strict=True, reason="the judge, reader and cosines prefer the carry-over sentence")
 
 
 @pytest.fixture(scope="module")
@@ -71,13 +71,11 @@ def test_the_use_it_follow_up_carries_over(demo: tuple[Any, Path]) -> None:
     assert "5 unused days" in replies[1]["answer"]
 
 
-@KNOWN_WRONG
 def test_the_use_it_opening_gets_the_entitlement(demo: tuple[Any, Path]) -> None:
     (reply,) = conversation(demo, {"country": "DE"}, ["How many days of annual leave do I get?"], "use-it-opening")
     assert ENTITLEMENT in reply["answer"]
 
 
-@KNOWN_WRONG
 def test_the_embedding_example_gets_the_entitlement(demo: tuple[Any, Path]) -> None:
     (reply,) = conversation(demo, {"country": "DE"}, ["How much leave do I get?"], "embedding")
     assert ENTITLEMENT in reply["answer"]

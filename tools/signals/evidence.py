@@ -42,6 +42,7 @@ from reground.tools.types import Passage, is_assistant
 
 # How a line that ends a sentence or leads into what follows ends (a heading line has none of these).
 _LINE_END = re.compile(r"[.!?:;,)\]\"']$")
+_TOKEN_RUN = re.compile(r"[^\W_]+(?:[.,]\d+)*")  # a word, or a number with its decimals ("11.5")
 _SAYS_END = re.compile(r"[.!?:;)\]\"'”’]$")  # how a sentence that says something whole ends
 # Headings, lists, repeats and continuity (each value's meaning and measurement: tools/tuning/turn.py EVIDENCE).
 MAX_HEADING_WORDS = EVIDENCE.max_heading_words
@@ -337,6 +338,63 @@ def repeats(answer: str, previous_reply: str) -> bool:
     if not previous_reply.strip() or not answer.strip():
         return False
     return rouge_l(strip_citations(answer), previous_reply).precision >= REPEAT_PRECISION
+
+
+# "how many days", "how much leave", "how much does it cost": the question asks for a figure (of the word after it,
+# when that word is a content word).
+_FIGURE_QUESTION = re.compile(r"\bhow\s+(?:many|much)\b\s*([^\W\d_]*)", re.I)
+_NUMBER = re.compile(r"\d")
+FIGURE_RATIO = EVIDENCE.figure_ratio
+FIGURE_WINDOW = EVIDENCE.figure_window
+
+
+def asked_figure(question: str) -> str | None:
+    """What a question asks a figure of: "How many days of annual leave do I get?" -> "days", "How much leave do I
+    get?" -> "leave", "how much does it cost?" -> "" (a figure of anything); None when it asks for no figure."""
+    match = _FIGURE_QUESTION.search(question)
+    if match is None:
+        return None
+    word = match.group(1).lower()
+    return "" if word in STOPWORDS else word
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def states_figure(text: str, of: str) -> bool:
+    """Whether a sentence states a number followed, within FIGURE_WINDOW words, by `of` ("30 working days of paid
+    annual leave" states a figure of days and of leave); any number when `of` is ""."""
+    tokens = [_singular(t) for t in _TOKEN_RUN.findall(text.lower())]
+    numbers = [i for i, t in enumerate(tokens) if _NUMBER.search(t)]
+    if not of:
+        return bool(numbers)
+    wanted = _singular(of)
+    return any(wanted in tokens[i + 1 : i + 1 + FIGURE_WINDOW] for i in numbers)
+
+
+def figure_first(question: str, evidence: Sequence[Evidence], passages: Sequence[Passage]) -> list[Evidence]:
+    """The evidence led by the sentence that states the figure a question asks for ("how many days ...": a number of
+    days), then the other sentences stating it, then the rest: among the answer sentences that state it and score at
+    least FIGURE_RATIO of the best answer sentence, those of the best one's document, the first in the document
+    leading (a page states its main figure before the limits and exceptions that qualify it). Unchanged when the
+    question asks for no figure or no close sentence states one. The judge, the reader and the cosines all rank "You
+    can carry over up to 5 unused days of annual leave" above "Full-time employees receive 30 working days of paid
+    annual leave" for "How many days of annual leave do I get?", and a pro-rata rule in hours, which states no figure
+    of leave, first for "How much leave do I get?". What the reply says and what its relevance is measured
+    against."""
+    of = asked_figure(question)
+    answers = answer_sentences(evidence)
+    if of is None or not answers:
+        return list(evidence)
+    best = answers[0].strength
+    stating = [e for e in answers if e.strength >= FIGURE_RATIO * best and states_figure(said(e.text), of)]
+    if not stating:
+        return list(evidence)
+    document = passages[stating[0].passage - 1]["doc_id"]
+    same = [e for e in stating if passages[e.passage - 1]["doc_id"] == document]
+    lead = min(same, key=lambda e: (passages[e.passage - 1].get("position", 0), e.order))
+    return [lead, *(e for e in stating if e is not lead), *(e for e in evidence if e not in stating)]
 
 
 _MARKDOWN_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")

@@ -299,6 +299,12 @@ class EvidenceTuning:
     min_reply_content_words: int = 2
     # Shorter pieces ("Yes.", "See below.") are not evidence sentences.
     min_sentence_words: int = 3
+    # A question asking "how many X" or "how much X" is answered by the sentences that state a figure of X: those
+    # scoring at least this share of the best evidence sentence lead the extracted reply (the demo's "How much leave
+    # do I get?": the entitlement scores 0.71 of the pro-rata hours rule; doc2dial dev: evals/README.md).
+    figure_ratio: float = 0.6
+    # A figure states X when X follows the number within this many words ("30 working days of paid annual leave").
+    figure_window: int = 6
 
 
 @dataclass(frozen=True)
