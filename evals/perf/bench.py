@@ -4,6 +4,8 @@
         --cases ../shared/data/doc2dial/cases_dev.jsonl
     .venv/bin/python -m reground.evals.perf.bench llm --models smollm2-135m,qwen2.5-0.5b,qwen2.5-1.5b
     .venv/bin/python -m reground.evals.perf.bench startup
+    .venv/bin/python -m reground.evals.perf.bench oneshot --docs $DATA/techdocs/docs.jsonl \
+        --cases $DATA/techdocs/cases_dev.jsonl   # evals/perf/oneshot.py
 
 - ingest: chunks/s when ingesting the demo corpus and the 274 doc2dial documents into a fresh store
   (load, chunk, embed, write Chroma + BM25), against a naive loop that embeds one passage at a time;
@@ -405,13 +407,15 @@ def _merge(out: Path, section: str, value: dict[str, Any]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("benchmarks", nargs="+", choices=["ingest", "overhead", "llm", "startup"])
+    parser.add_argument("benchmarks", nargs="+", choices=["ingest", "overhead", "llm", "startup", "oneshot"])
     parser.add_argument("--docs", type=Path, help="documents .jsonl (ingest, overhead)")
     parser.add_argument("--cases", type=Path, help="cases .jsonl (query latency, overhead)")
     parser.add_argument("--turns", type=int, default=50, help="graph turns for overhead (default 50)")
     parser.add_argument("--models", default="smollm2-135m,qwen2.5-0.5b,qwen2.5-1.5b", help="local models for llm")
     parser.add_argument("--repeats", type=int, default=3, help="requests per measurement for llm (default 3)")
-    parser.add_argument("--runs", type=int, default=5, help="fresh processes per command for startup (default 5)")
+    parser.add_argument(
+        "--runs", type=int, default=5, help="fresh processes per command for startup and oneshot (default 5)"
+    )
     parser.add_argument(
         "--data-dir",
         type=Path,
@@ -420,11 +424,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
-    needs_docs = {"ingest", "overhead"} & set(args.benchmarks)
+    needs_docs = {"ingest", "overhead", "oneshot"} & set(args.benchmarks)
     if needs_docs and args.docs is None:
         parser.error(f"{', '.join(sorted(needs_docs))} needs --docs")
-    if "overhead" in args.benchmarks and args.cases is None:
-        parser.error("overhead needs --cases")
+    needs_cases = {"overhead", "oneshot"} & set(args.benchmarks)
+    if needs_cases and args.cases is None:
+        parser.error(f"{', '.join(sorted(needs_cases))} needs --cases")
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     with tempfile.TemporaryDirectory(prefix="reground-bench-") as tmp:
         work = args.data_dir or Path(tmp)
@@ -435,6 +440,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 result = bench_overhead(args.docs, args.cases, work, args.turns)
             elif name == "startup":
                 result = bench_startup(work, args.runs)
+            elif name == "oneshot":
+                from reground.evals.perf.oneshot import bench_oneshot
+
+                result = bench_oneshot(args.docs, args.cases, work, args.runs)
             else:
                 result = bench_llm([m.strip() for m in args.models.split(",") if m.strip()], args.repeats)
             _merge(args.out, name, result)

@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ask": ("conversation", "answer one question (follow up with --thread)"),
     "chat": ("conversation", "interactive conversation with citations and scores"),
     "demo": ("conversation", "start the local LLM, ingest the demo HR corpus, run 3 turns, stop"),
+    "worker": ("worker", "a warm process for this data dir that answers `reground ask` at once: start|status|stop"),
     "engine": ("engine", "the bundled search engine of a pgserver: store (PostgreSQL + pgvector): status|stop"),
     "eval": ("eval", "evaluate retrieval and answers; calibrate; write reports (loads reground.evals)"),
     "judge": (

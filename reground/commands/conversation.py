@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -104,8 +104,23 @@ def print_result(result: dict[str, Any], *, out: Any = None) -> None:
     )
 
 
-def run_turn(graph: Any, context: Any, thread_id: str, question: str, *, show_progress: bool = True) -> dict[str, Any]:
-    """One turn with progress events printed as they arrive; returns the turn's result."""
+def print_progress(text: str) -> None:
+    """A progress line on stderr, as the turn streams it."""
+    from reground.tools.text.terminal import terminal_safe
+
+    print(f"  \u00b7 {terminal_safe(text)}", file=sys.stderr)
+
+
+def run_turn(
+    graph: Any,
+    context: Any,
+    thread_id: str,
+    question: str,
+    *,
+    show_progress: bool = True,
+    progress: Callable[[str], None] = print_progress,
+) -> dict[str, Any]:
+    """One turn with its progress events handed to `progress` as they arrive; returns the turn's result."""
     from reground.graph.builder import run_config
 
     config = run_config(context, configurable={"thread_id": thread_id})
@@ -117,9 +132,7 @@ def run_turn(graph: Any, context: Any, thread_id: str, question: str, *, show_pr
         stream_mode=["custom", "values"],
     ):
         if mode == "custom" and show_progress:
-            from reground.tools.text.terminal import terminal_safe
-
-            print(f"  \u00b7 {terminal_safe(str(chunk.get('message', '')))}", file=sys.stderr)
+            progress(str(chunk.get("message", "")))
         elif mode == "values" and "result" in chunk:
             result = chunk["result"]
     state = graph.get_state(config)
@@ -145,11 +158,16 @@ def _ask_reviewer() -> dict[str, str]:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    context = _context(args)
-    check_question(args.question, context)
-    thread = args.thread or uuid.uuid4().hex
-    with _sqlite_graph(context) as graph:
-        result = run_turn(graph, context, thread, args.question, show_progress=not args.quiet)
+    """The turn runs in the data dir's warm worker when one serves this run (`reground worker start`), else here."""
+    from reground.commands.worker import ask_worker
+
+    thread = args.thread = args.thread or uuid.uuid4().hex
+    result = ask_worker(args, None if args.quiet else print_progress)
+    if result is None:
+        context = _context(args)
+        check_question(args.question, context)
+        with _sqlite_graph(context) as graph:
+            result = run_turn(graph, context, thread, args.question, show_progress=not args.quiet)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
