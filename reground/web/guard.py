@@ -8,7 +8,8 @@ scope a turn records, shows and stores with a rating is the one it ran in, never
 policy it otherwise passes everything through (Studio and SDK clients keep working). With one:
 - a conversation is readable and writable only while the policy allows the scope of every run it holds (the runs'
   own context, kept by the server); another is a 404, and `/threads/search` leaves it out;
-- reads outside the page's needs (the store, which holds ratings and notes; crons; thread counts) are refused;
+- the store answers only the ratings of open conversations (they hold questions, replies and notes); other reads
+  outside the page's needs (crons, thread counts, store namespaces) are refused;
 - a run may only start as `POST /threads/{id}/runs/stream` on the `reground` graph, without `config` or
   `metadata`, with a `command` that only resumes; its `context` must be one the policy grants and is replaced by
   the enforced one (reground/web/policy.py), so a page whose requests were edited cannot widen its scope;
@@ -28,10 +29,12 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import parse_qs
 
 from reground.tools.tuning.web import CHAT_PAGE
 from reground.web.origin import refuse
 from reground.web.policy import ScopePolicy, ScopeViolation
+from reground.web.turns import FEEDBACK_NAMESPACE
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -74,7 +77,16 @@ _RUN_ROUTE = re.compile(rf"^(?:/threads/{_ID})?/runs(?:/stream|/wait)?$")
 # Reads the page needs under a policy (besides a thread's own routes, which are checked against its scope).
 OPEN_READS = tuple(
     re.compile(f"^{pattern}$")
-    for pattern in (r"/", r"/ok", r"/info", r"/docs", r"/openapi\.json", r"/chat(?:/.*)?", r"/assistants(?:/.*)?")
+    for pattern in (
+        r"/",
+        r"/ok",
+        r"/info",
+        r"/docs",
+        r"/openapi\.json",
+        r"/chat(?:/.*)?",
+        r"/assistants(?:/.*)?",
+        r"/store/items",
+    )
 )
 
 Check = Callable[[Any, ScopePolicy], Any]  # returns the (possibly rewritten) body, or raises ScopeViolation
@@ -83,8 +95,8 @@ Check = Callable[[Any, ScopePolicy], Any]  # returns the (possibly rewritten) bo
 def _stamped(body: dict[str, Any], context: Mapping[str, Any]) -> dict[str, Any]:
     """The run with its metadata's scope keys set to the scope it runs in (the metadata the checkpoints keep)."""
     metadata = body.get("metadata") if isinstance(body.get("metadata"), Mapping) else {}
-    filter_ = context.get("metadata_filter")
-    scope = {"collection": str(context.get("collection") or ""), "metadata_filter": dict(filter_ or {})}
+    filter_ = context.get("metadata_filter")  # as given: a malformed one fails the run with its own message
+    scope = {"collection": str(context.get("collection") or ""), "metadata_filter": {} if filter_ is None else filter_}
     return {**body, "metadata": {**metadata, **scope}}
 
 
@@ -146,6 +158,7 @@ ALLOWED: tuple[tuple[str, re.Pattern[str], Check | None], ...] = tuple(
         ("POST", r"/threads/search", _search),
         ("POST", rf"/threads/{_ID}/history", None),
         ("POST", r"/assistants/search", None),
+        ("POST", r"/store/items/search", None),  # ratings of open conversations only (`reground eval feedback`)
         ("POST", r"/chat/api/feedback", None),  # the page's own route validates its body
     )
 )
@@ -257,6 +270,9 @@ class ScopeGuard:
             await refuse(send, f"no conversation {thread_id!r} open to this page", status=HTTPStatus.NOT_FOUND)
             return
         if method in READ_METHODS:
+            if path == "/store/items" and not await self._rating_open(policy, scope):
+                await refuse(send, "the store holds only the ratings of conversations open to this page")
+                return
             if method != "OPTIONS" and thread_id is None and not any(p.match(path) for p in OPEN_READS):
                 await refuse(send, f"{method} {path} is not open while the chat page's scope policy is on")
                 return
@@ -293,8 +309,20 @@ class ScopeGuard:
             self._scopes.pop(thread_id, None)
         scope = _with_length(scope, len(raw))
         if path == "/threads/search":
-            send = self._only_readable(policy, send)
+            send = self._only_readable(policy, send, _thread_id)
+        elif path == "/store/items/search":
+            send = self._only_readable(policy, send, _rated_thread)
         await self.app(scope, _replay(raw, receive), send)
+
+    async def _rating_open(self, policy: ScopePolicy, scope: Scope) -> bool:
+        """Whether a store read names a rating (namespace FEEDBACK_NAMESPACE.<thread id>) of an open conversation."""
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        namespace = query.get("namespace", [""])[0].split(".")
+        return (
+            _rated_thread({"namespace": namespace}) is not None
+            and bad_id(f"/threads/{namespace[-1]}") is None
+            and await self.readable(policy, namespace[-1])
+        )
 
     async def readable(self, policy: ScopePolicy, thread_id: str) -> bool:
         """Whether the policy allows every run the thread holds (a thread the server does not have: yes, and the
@@ -307,11 +335,18 @@ class ScopeGuard:
             contexts = self._scopes[thread_id] = found
         return all(policy.allows(context) for context in contexts)
 
-    async def _listed(self, policy: ScopePolicy, thread: Any) -> bool:
-        return isinstance(thread, dict) and await self.readable(policy, str(thread.get("thread_id", "")))
+    def _only_readable(self, policy: ScopePolicy, send: Send, thread_of: Callable[[Any], str | None]) -> Send:
+        """A `send` that passes a search's answer (a list, or {"items": [...]}) on without the entries whose thread
+        (`thread_of`; None: none of the page's) the policy does not open."""
 
-    def _only_readable(self, policy: ScopePolicy, send: Send) -> Send:
-        """A `send` that passes a thread search's answer on without the threads the policy does not open."""
+        async def listed(entry: Any) -> bool:
+            thread_id = thread_of(entry)
+            return (
+                thread_id is not None
+                and bad_id(f"/threads/{thread_id}") is None
+                and await self.readable(policy, thread_id)
+            )
+
         started: list[Message] = []
         chunks: list[bytes] = []
 
@@ -326,15 +361,30 @@ class ScopeGuard:
             if message.get("more_body", False):
                 return
             start, body = started[0], b"".join(chunks)
-            threads = json.loads(body) if start["status"] == HTTPStatus.OK else None
-            if isinstance(threads, list):
-                kept = [t for t in threads if await self._listed(policy, t)]
-                body = json.dumps(kept).encode()
+            found = json.loads(body) if start["status"] == HTTPStatus.OK else None
+            if isinstance(found, list):
+                body = json.dumps([entry for entry in found if await listed(entry)]).encode()
+            elif isinstance(found, dict) and isinstance(found.get("items"), list):
+                body = json.dumps(
+                    {**found, "items": [entry for entry in found["items"] if await listed(entry)]}
+                ).encode()
             headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
             await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
             await send({"type": "http.response.body", "body": body})
 
         return filtered
+
+
+def _thread_id(thread: Any) -> str | None:
+    return str(thread.get("thread_id", "")) if isinstance(thread, dict) else None
+
+
+def _rated_thread(item: Any) -> str | None:
+    """The thread a store item rates: its namespace is (FEEDBACK_NAMESPACE, thread id); anything else is no rating."""
+    namespace = item.get("namespace") if isinstance(item, dict) else None
+    if isinstance(namespace, list) and len(namespace) == 2 and namespace[0] == FEEDBACK_NAMESPACE:
+        return str(namespace[1])
+    return None
 
 
 async def _no_runs(thread_id: str) -> list[dict[str, Any]] | None:

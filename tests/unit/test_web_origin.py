@@ -39,6 +39,9 @@ def _app(policy: Any = None, **origin: Any) -> tuple[TestClient, list[dict[str, 
         reached.append({"method": request.method, "path": request.url.path, "body": json.loads(body or b"null")})
         if request.url.path == "/threads/search":
             return JSONResponse([{"thread_id": DE}, {"thread_id": US}], headers={"access-control-allow-origin": "*"})
+        if request.url.path == "/store/items/search":
+            rated = [{"namespace": ["reground-feedback", t], "key": "a1"} for t in (DE, US)]
+            return JSONResponse({"items": [*rated, {"namespace": ["elsewhere"], "key": "k"}]})
         return JSONResponse({"ok": True}, headers={"access-control-allow-origin": "*"})
 
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
@@ -130,6 +133,10 @@ def test_a_conversation_from_a_wider_policy_is_unreadable_under_a_narrower_one()
                          ("PATCH", f"/threads/{US}"), ("DELETE", f"/threads/{US}")):  # fmt: skip
         response = client.request(method, path, json={"metadata": {"title": "x"}} if method == "PATCH" else None)
         assert response.status_code == 404 and "open to this page" in response.json()["detail"], path
+    ratings = client.post("/store/items/search", json={"namespace_prefix": ["reground-feedback"]}).json()["items"]
+    assert ratings == [{"namespace": ["reground-feedback", DE], "key": "a1"}], "ratings of open conversations only"
+    assert client.get("/store/items", params={"namespace": f"reground-feedback.{US}", "key": "a1"}).status_code == 403
+    assert client.get("/store/items", params={"namespace": f"reground-feedback.{DE}", "key": "a1"}).status_code == 200
     rating = {"thread_id": US, "message_id": "a1", "rating": "up"}
     assert client.post("/chat/api/feedback", json=rating).status_code == 404
     assert client.get(f"/threads/{DE}/state").status_code == 200
@@ -138,7 +145,7 @@ def test_a_conversation_from_a_wider_policy_is_unreadable_under_a_narrower_one()
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("GET", "/store/items"), ("POST", "/store/items/search"), ("POST", "/threads/count"), ("GET", "/runs/crons/x")],
+    [("GET", "/store/items"), ("POST", "/store/namespaces"), ("POST", "/threads/count"), ("GET", "/runs/crons/x")],
 )
 def test_reads_the_page_does_not_need_are_refused_under_a_policy(method: str, path: str) -> None:
     client, reached = _app(NARROW)
@@ -170,6 +177,9 @@ def test_a_runs_metadata_is_stamped_with_the_scope_it_runs_in_with_or_without_a_
     client, reached = _app()
     assert client.post(f"/threads/{DE}/runs/stream", json={**run, "metadata": forged}).status_code == 200
     assert reached[-1]["body"]["metadata"] == {**forged, **run["context"]}
+    malformed = {**run, "context": {"collection": "hr", "metadata_filter": ["DE"]}}
+    assert client.post(f"/threads/{DE}/runs/stream", json=malformed).status_code == 200, "the graph says what is wrong"
+    assert reached[-1]["body"]["metadata"]["metadata_filter"] == ["DE"]
     client, reached = _app(NARROW)
     assert client.post(f"/threads/{DE}/runs/stream", json=run).status_code == 200
     assert reached[-1]["body"]["metadata"] == run["context"]
