@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from reground.nodes.common import NodeEnv
+from reground.nodes.finalize import collection_trust
 from reground.nodes.state import Draft, State
 from reground.prompts import clarify as prompts
+from reground.tools.signals.options import offered_options
 
 
 def join_options(labels: list[str]) -> str:
@@ -16,7 +18,8 @@ def join_options(labels: list[str]) -> str:
 
 
 def clarify(state: State, env: NodeEnv) -> dict[str, Any]:
-    options = list(state.get("options", []))
+    # Near-duplicate pages once, pages the collection vouches for first (a look-alike's copy never ahead of them).
+    options = offered_options(list(state.get("options", [])), state.get("candidates", []), collection_trust(env))
     labels = join_options([o["label"] for o in options])
     referent = state.get("referent", "")
     if state.get("clarify_about") == "variant":
@@ -36,4 +39,4 @@ def clarify(state: State, env: NodeEnv) -> dict[str, Any]:
         relevance=0.0,
         relevance_parts={},
     )
-    return {"draft": draft, "draft_checked": True, "judgements": []}
+    return {"draft": draft, "draft_checked": True, "judgements": [], "options": options}

@@ -166,7 +166,7 @@ def collection_trust(env: NodeEnv) -> Trust:
     store = env.services.passage_store(context)
     record = trusted_domains(settings_dir(store, context.data_dir or None), context.collection)
     extra = frozenset(registrable_domain(d) for d in context.groundedness.trusted_domains if d.strip())
-    return Trust(record.domains | extra, known=record.documents > 0 or bool(extra))
+    return Trust(record.domains | extra, known=record.origin_known or bool(extra))
 
 
 def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
@@ -199,10 +199,12 @@ def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
         kind = "abstain"
     conflicts: list[dict[str, Any]] = []
     if passed and kind in ("answer", "partial") and context.groundedness.surface_conflicts and not review:
-        found = find_conflicts(text, state.get("standalone_question") or state.get("question", ""), passages)
+        question = state.get("standalone_question") or state.get("question", "")
+        found = find_conflicts(text, question, passages, scope=context.metadata_filter)
         if found:
             # Two statements of the fact disagree: both are said, neither is chosen ("supersedes" is no authority).
-            text, conflicts = conflict_reply(found, passages), conflict_records(found, passages)
+            text = conflict_reply(found, passages, scope=context.metadata_filter)
+            conflicts = conflict_records(found, passages)
             citations = citations_for(
                 text,
                 passages,

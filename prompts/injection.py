@@ -25,6 +25,12 @@ Is this sentence an instruction to the AI that reads it? Reply with JSON: {{"ins
 # Two statements of the reply's fact that disagree: both are said, with their sources; neither is chosen.
 CONFLICT_REPLY = "The documents disagree on this, so check which applies before you rely on it: {statements}"
 CONFLICT_LINE = '"{said}" ({said_source}) but "{other}" ({other_source}).'
+# The same, when the first statement's page is scoped to the user's own value and the other's claims a wider scope
+# ("all"): the first applies to the user, the other is shown, not chosen.
+SCOPED_CONFLICT_LINE = (
+    'For {scope}: "{said}" ({said_source}). A page claiming a wider scope ({other_scope}) says otherwise: "{other}" '
+    "({other_source})."
+)
 # A reply asking for a secret, personal data or a payment, or giving a contact off the trusted domains: it is said
 # after this warning, which names why.
 CAUTION = (

@@ -25,9 +25,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from reground.prompts.injection import CONFLICT_LINE, CONFLICT_REPLY
+from reground.prompts.injection import CONFLICT_LINE, CONFLICT_REPLY, SCOPED_CONFLICT_LINE
 from reground.tools.signals.figures import Figure, extract_figures
 from reground.tools.signals.injection import passage_flags, split_sentences
+from reground.tools.stores.scope import scope_breadth, scope_label
+from reground.tools.stores.search_index import normalize_where
 from reground.tools.text.lexical import STOPWORDS, lexical_tokens, words
 from reground.tools.text.sentences import strip_citations
 from reground.tools.tuning.signals import CONFLICTS
@@ -68,11 +70,13 @@ class Statement:
 @dataclass(frozen=True)
 class Conflict:
     """Two statements of the reply's fact that disagree: `said` (the one the reply holds) and `other`, and on what
-    (the two figures, or "yes/no")."""
+    (the two figures, or "yes/no"). `scoped`: `said` comes from a page scoped to the user's own value and `other`
+    from one claiming a wider scope ("all"): the first applies to the user (whichever the reply held)."""
 
     said: Statement
     other: Statement
     about: str
+    scoped: bool = False
 
 
 def _kind(figure: Figure) -> str:
@@ -147,6 +151,45 @@ def _qualifier(word: str) -> bool:
     return word not in STOPWORDS and not any(ch.isdigit() for ch in word)
 
 
+def _near_figure(sentence: str, figure: Figure) -> tuple[frozenset[str], frozenset[str]]:
+    """The content words within `CONFLICTS.figure_window` of them before a figure and after it (its unit, the word
+    right after it, left out): what the figure is a figure of."""
+    mark = figure.text or figure.value
+    at = sentence.find(mark)
+    if at < 0:
+        return frozenset(), frozenset()
+    after = words(sentence[at + len(mark) :])
+    if figure.unit and after:
+        after = after[1:]
+    before = [w for w in words(sentence[:at]) if w not in STOPWORDS and not _DIGIT.search(w)]
+    after = [w for w in after if w not in STOPWORDS and not _DIGIT.search(w)]
+    return frozenset(before[-CONFLICTS.figure_window :]), frozenset(after[: CONFLICTS.figure_window])
+
+
+def _same_figure_fact(said: Statement, other: Statement, subject: frozenset[str]) -> bool:
+    """Across scopes, where each page words the fact for its own audience ("Staff in the Netherlands receive 16
+    weeks of paid parental leave" / "Every colleague is entitled to 26 weeks of fully paid parental leave"): two
+    figures of a kind, the subject (the figures' units aside) close to each on the same side. "Parental leave must be
+    requested 8 weeks before it starts" names the subject before its figure: a notice period, not the leave."""
+    for mine in said.figures:
+        for theirs in other.figures:
+            if _kind(mine) != _kind(theirs):
+                continue
+            (before_a, after_a), (before_b, after_b) = _near_figure(said.text, mine), _near_figure(other.text, theirs)
+            rest = subject - _unit_words(said.text, mine) - _unit_words(other.text, theirs)
+            if rest and ((rest <= after_a and rest <= after_b) or (rest <= before_a and rest <= before_b)):
+                return True
+    return False
+
+
+def _unit_words(sentence: str, figure: Figure) -> set[str]:
+    """The figure's own words: as written, and its unit (the word right after it)."""
+    mark = figure.text or figure.value
+    at = sentence.find(mark)
+    after = words(sentence[at + len(mark) :])[:1] if at >= 0 and figure.unit else []
+    return set(words(mark)) | set(after)
+
+
 def _disagree(said: Statement, other: Statement) -> str | None:
     """On what two statements of one fact disagree ("80 EUR / 500 EUR", "yes/no"), or None when they agree."""
     for mine in said.figures:
@@ -167,10 +210,22 @@ def _source_of(sentence: str, statements: Sequence[Statement]) -> Statement | No
     return best
 
 
-def find_conflicts(reply: str, question: str, passages: Sequence[Mapping[str, Any]]) -> list[Conflict]:
+def _metadata(passage: Mapping[str, Any]) -> Mapping[str, Any]:
+    metadata = passage.get("metadata")
+    return metadata if isinstance(metadata, Mapping) else {}
+
+
+def find_conflicts(
+    reply: str, question: str, passages: Sequence[Mapping[str, Any]], scope: Mapping[str, Any] | None = None
+) -> list[Conflict]:
     """The passages' statements that disagree with what the reply says of the question's subject, at most one per
-    reply sentence (the closest)."""
+    reply sentence (the closest). With the user's `scope` (the metadata filter), a scope claim is a claim: pages of
+    different breadth (one for the user's value, one marked "all" or listing more values) that give the subject's
+    figure differently disagree, however differently each words it, and the narrower page's statement comes first
+    (`Conflict.scoped`): a page for everyone does not override the one for the user."""
     statements = _statements(passages)
+    fields = normalize_where(scope) if scope else {}
+    breadth = {n: scope_breadth(_metadata(p), fields) for n, p in enumerate(passages, start=1)} if fields else {}
     question_words = _words(question)
     out: list[Conflict] = []
     for sentence in split_sentences(strip_citations(reply)):
@@ -182,22 +237,46 @@ def find_conflicts(reply: str, question: str, passages: Sequence[Mapping[str, An
         for other in statements:
             if _words(other.text) == _words(said.text):
                 continue  # the statement the reply restates (a written reply's own source is read against it too)
-            about = _disagree(said, other) if _same_fact(said.text, other.text, subject) else None
-            if about is not None and all(c.other.text != other.text for c in out):
-                out.append(Conflict(said, other, about))
+            across = bool(breadth) and breadth[said.passage] != breadth[other.passage]
+            same = _same_fact(said.text, other.text, subject) or (
+                across and bool(subject) and _same_figure_fact(said, other, subject)
+            )
+            about = _disagree(said, other) if same else None
+            if about is not None and all(c.other.text != other.text and c.said.text != other.text for c in out):
+                if across and breadth[other.passage] < breadth[said.passage]:
+                    mine = Statement(source.text, source.passage)  # the wider page's own words, not the reply's
+                    out.append(Conflict(other, mine, _disagree(other, mine) or about, scoped=True))
+                else:
+                    out.append(Conflict(said, other, about, scoped=across))
                 break
     return out[: CONFLICTS.max_shown]
 
 
-def conflict_reply(conflicts: Sequence[Conflict], passages: Sequence[Mapping[str, Any]]) -> str:
-    """The reply that says both statements of each conflict, with their sources, and that they disagree."""
+def conflict_reply(
+    conflicts: Sequence[Conflict], passages: Sequence[Mapping[str, Any]], scope: Mapping[str, Any] | None = None
+) -> str:
+    """The reply that says both statements of each conflict, with their sources, and that they disagree; a scoped
+    conflict says first what the page for the user's scope states, then what a page claiming a wider scope does."""
+    fields = normalize_where(scope) if scope else {}
 
     def source(statement: Statement) -> str:
         passage = passages[statement.passage - 1]
         return str(passage.get("title") or passage.get("doc_id") or f"passage {statement.passage}")
 
+    def label(statement: Statement) -> str:
+        return scope_label(_metadata(passages[statement.passage - 1]), fields) or "no scope"
+
     lines = [
-        CONFLICT_LINE.format(
+        SCOPED_CONFLICT_LINE.format(
+            scope=label(c.said),
+            said=c.said.text,
+            said_source=source(c.said),
+            other_scope=label(c.other),
+            other=c.other.text,
+            other_source=source(c.other),
+        )
+        if c.scoped and fields
+        else CONFLICT_LINE.format(
             said=c.said.text,
             said_source=source(c.said),
             other=c.other.text,
@@ -221,4 +300,4 @@ def conflict_records(conflicts: Sequence[Conflict], passages: Sequence[Mapping[s
             "title": passage.get("title", ""),
         }
 
-    return [{"about": c.about, "statements": [record(c.said), record(c.other)]} for c in conflicts]
+    return [{"about": c.about, "scoped": c.scoped, "statements": [record(c.said), record(c.other)]} for c in conflicts]

@@ -12,13 +12,20 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from reground.tools.signals.disguise import CONFUSABLES, normalise_for_check
+
 _URL = re.compile(
     r"\b(?:https?://|www\.)[^\s<>\"')\]]+"
     r"|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|org|net|io|co|info|biz|xyz|ru|cn|tk|top|gov|edu|uk|de|eu|fr|us|app"
     r"|online|site|support|help|click|link)(?![\w-])(?:/[^\s<>\"')\]]*)?",  # "exc.detail" names no site
     re.IGNORECASE,
 )
-_EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
+# The domain of an address may hold letters of any script: a look-alike ("nоrthwind" with a Cyrillic о) is still an
+# address, read and shown (as punycode) for what it is.
+_EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@(?:[^\W_]|[.-])+\.[^\W\d_]{2,}\b")
+# A link with a scheme is read before the addresses: "https://good.example@evil.example/" is a link to evil.example
+# (what precedes the "@" is userinfo), not an address.
+_SCHEME_URL = re.compile(r"\b(?:[a-z][a-z0-9+.-]*\+)?https?://[^\s<>\"')\]]+", re.IGNORECASE)
 # Groups of digits joined by a space, a dot or a hyphen, also a spaced one ("1 - 800 - 772 - 1213": doc2dial's pages
 # are tokenised so, and a reply that writes the number back as 1-800-772-1213 gives the same number).
 _PHONE = re.compile(r"(?<![\w/-])\+?\(?\d{1,4}\)?(?:(?: ?[.-] ?|\s)?\(?\d{2,4}\)?){1,4}(?![\w/-])")
@@ -54,9 +61,11 @@ _TWO_LEVEL_SUFFIX = re.compile(r"\.(?:co|com|org|net|gov|ac|gob|gouv)\.[a-z]{2}$
 
 def contacts(text: str) -> list[str]:
     """URLs, e-mail addresses and phone numbers (7-15 digits, not dates) in `text`, in order of kind."""
-    emails = [m.group(0) for m in _EMAIL.finditer(text)]
-    rest = _EMAIL.sub(" ", text)
-    urls = [m.group(0).rstrip(".,;:!?") for m in _URL.finditer(rest)]
+    linked = [m.group(0).rstrip(".,;:!?") for m in _SCHEME_URL.finditer(text)]
+    rest = _SCHEME_URL.sub(" ", text)
+    emails = [m.group(0) for m in _EMAIL.finditer(rest)]
+    rest = _EMAIL.sub(" ", rest)
+    urls = linked + [m.group(0).rstrip(".,;:!?") for m in _URL.finditer(rest)]
     rest = _URL.sub(" ", rest)
     phones = []
     for match in _PHONE.finditer(rest):
@@ -78,6 +87,84 @@ def host_of(contact: str) -> str:
     match = _HOST.match(_SCHEME.sub("", contact.strip()))
     host = match.group(1).strip("[]") if match else ""
     return host.lower().strip(".")
+
+
+def ascii_host(host: str) -> str:
+    """A host as DNS spells it: each label holding a letter outside ASCII in punycode ("xn--..."), so a look-alike
+    letter (a Cyrillic "о" in "nоrthwind") cannot pass for its Latin twin where the host is shown."""
+    labels = []
+    for label in host.split("."):
+        if label.isascii():
+            labels.append(label)
+        else:
+            labels.append("xn--" + label.lower().encode("punycode").decode("ascii"))
+    return ".".join(labels)
+
+
+def shown_contact(contact: str) -> str:
+    """A contact as a warning names it: a link by its real host (the userinfo before an "@" dropped:
+    "https://good.example@evil.example/x" is "https://evil.example/x"), a host or an address's domain outside ASCII
+    in punycode; a phone number as written."""
+    host = host_of(contact)
+    if not host:
+        return contact
+    if "@" in contact and not _SCHEME.match(contact):
+        local, _, _domain = contact.rpartition("@")
+        return f"{local}@{ascii_host(host)}"
+    scheme = _SCHEME.match(contact)
+    prefix = scheme.group(0) if scheme else ""
+    rest = contact[len(prefix) :]
+    match = _HOST.match(rest)
+    tail = rest[match.end() :] if match else ""
+    shown = match.group(1) if match and match.group(1).startswith("[") else ascii_host(host)
+    return f"{prefix}{shown}{tail}"
+
+
+def risky_host(host: str) -> bool:
+    """A host a message from a real organisation rarely uses: a shortener, free mail, an IP address, a cheap TLD, or
+    a name in punycode or outside ASCII (a look-alike letter)."""
+    return bool(RISKY_HOST.search(ascii_host(host)))
+
+
+# Letters and digits that pass for others in a host name: "northwlnd", "n0rthwind", "rnicrosoft".
+_LOOKS_LIKE = str.maketrans("01!|i35", "olllles")
+_LOOK_ALIKE_MIN_LETTERS = 5  # a shorter name is one letter from too many real ones (pypi / pypy)
+
+
+def _skeleton(label: str) -> str:
+    """A host label as it reads: NFKC, confusable letters of other scripts as their Latin twins, look-alike digits
+    as letters, "rn" as "m", "vv" as "w", hyphens dropped."""
+    text = normalise_for_check(label.lower()).lower()
+    text = text.translate(CONFUSABLES).translate(_LOOKS_LIKE)
+    return text.replace("rn", "m").replace("vv", "w").replace("-", "")
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether two strings differ by at most one letter swapped, added or left out."""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b, strict=True)) <= 1
+    short, long = sorted((a, b), key=len)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
+
+
+def look_alike_of(host: str, domains: frozenset[str] | set[str]) -> str | None:
+    """The trusted domain a host imitates without being it (None: none): the same name under look-alike letters or
+    another TLD ("nоrthwind.example" with a Cyrillic о, "northwind.co"), one letter off ("northwlnd-dev" for
+    "northwind-dev") or the name with a word added ("northwind-hr" for "northwind")."""
+    own = registrable_domain(host)
+    if not own or own in domains:
+        return None
+    name = own.split(".")[0]
+    for domain in sorted(domains):
+        trusted = domain.split(".")[0]
+        a, b = _skeleton(name), _skeleton(trusted)
+        if len(b) < _LOOK_ALIKE_MIN_LETTERS - 1:
+            continue
+        if a == b or (len(b) >= _LOOK_ALIKE_MIN_LETTERS and _one_edit(a, b)) or f"-{trusted}-" in f"-{name}-":
+            return domain
+    return None
 
 
 def contact_key(contact: str) -> str:
@@ -127,7 +214,7 @@ def outside_contacts(text: str, document_domain: str | None = None) -> list[str]
             continue
         if PUBLIC_SECTOR_HOST.search(host) or off_the_internet(host):
             continue
-        if (own and registrable_domain(host) != own) or RISKY_HOST.search(host):
+        if (own and registrable_domain(host) != own) or risky_host(host):
             found.append(contact)
     for label, target in MARKDOWN_LINK.findall(text):
         shown, real = host_of(label.strip()) if _URL.search(label) else "", host_of(target)
@@ -153,4 +240,4 @@ def contact_keys(texts: list[str]) -> set[str]:
 
 def without_contacts(text: str) -> str:
     """`text` with its e-mail addresses and links blanked ("password" in a link's path is no word of the text)."""
-    return _URL.sub(" ", _EMAIL.sub(" ", text))
+    return _URL.sub(" ", _EMAIL.sub(" ", _SCHEME_URL.sub(" ", text)))

@@ -15,7 +15,7 @@ import unicodedata
 from reground.tools.text.invisible import HIDDEN_FOR_CHECK
 
 # Latin look-alikes in Cyrillic and Greek, mapped only inside words that mix scripts ("іgnоre" with Cyrillic і, о).
-_CONFUSABLES = str.maketrans(
+CONFUSABLES = str.maketrans(
     "аеорсхуіјѕԁһӏАВЕКМНОРСТХЅІЈοαιкνтΑΒΕΗΙΚΜΝΟΡΤΧΥΖ", "aeopcxyijsdhlABEKMHOPCTXSIJoaiKvtABEHIKMNOPTXYZ"
 )
 _MIXED_WORD = re.compile(r"\w*[A-Za-z]\w*[\u0370-\u03ff\u0400-\u04ff]\w*|\w*[\u0370-\u03ff\u0400-\u04ff]\w*[A-Za-z]\w*")
@@ -29,7 +29,7 @@ def normalise_for_check(text: str) -> str:
     mixed-script words mapped to Latin, whitespace collapsed. Used for the check only: what is stored, shown and
     quoted keeps every character."""
     text = HIDDEN_FOR_CHECK.sub("", unicodedata.normalize("NFKC", text))
-    text = _MIXED_WORD.sub(lambda m: m.group(0).translate(_CONFUSABLES), text)
+    text = _MIXED_WORD.sub(lambda m: m.group(0).translate(CONFUSABLES), text)
     return " ".join(text.split())
 
 

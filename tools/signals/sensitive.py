@@ -13,7 +13,14 @@ contact:
   page it comes from and every contact in the sentence must be on a trusted domain;
 - a **payment** to an account, in cash, by gift cards or crypto cannot be checked from a document: always warned;
 - a **contact** (address, link) must lead to a trusted domain (public-sector sites count as trusted); a phone
-  number must come from a page on a trusted domain and not be premium-rate.
+  number must come from a page on a trusted domain and not be premium-rate. A contact is named as it leads: by its
+  real host (a link's userinfo dropped) and in punycode where its host holds letters outside ASCII;
+- a **command** that downloads and runs code, or installs from a link or another index (tools/signals/commands.py),
+  must fetch from a trusted domain, in code or in prose, whatever its page calls itself ("official").
+
+A collection ingested from local files knows no origin: there a contact counts against a reply only when its host is
+risky or looks like a trusted domain, and a link in code (a code block's line, a code span) is the documentation's
+example, not a contact offered to the reader.
 
 The trusted domains are the collection's (tools/stores/trusted_domains.py: learned at ingest from where most of
 its documents come from, edited with `reground collections`). A collection that learned nothing (ingested before
@@ -29,20 +36,25 @@ from functools import lru_cache
 from typing import Any
 
 from reground.prompts.injection import CAUTION
+from reground.tools.signals.commands import fetch_commands
 from reground.tools.signals.contacts import (
     PREMIUM_PHONE,
     PUBLIC_SECTOR_HOST,
-    RISKY_HOST,
+    ascii_host,
     contacts,
     document_domain_of,
     host_of,
+    look_alike_of,
     off_the_internet,
     registrable_domain,
+    risky_host,
+    shown_contact,
 )
 from reground.tools.signals.injection import split_sentences
 from reground.tools.signals.requests import sensitive_requests
-from reground.tools.text.code_blocks import code_lines, without_code_spans
+from reground.tools.text.code_blocks import without_code_spans
 from reground.tools.text.lexical import lexical_tokens
+from reground.tools.text.sentences import line_kinds
 from reground.tools.tuning.signals import INJECTION
 
 
@@ -58,8 +70,11 @@ class Caution:
 
 @dataclass(frozen=True)
 class Trust:
-    """What the check trusts: the collection's domains; `known` is False when the collection learned nothing, so
-    only risky hosts (shorteners, free mail, IP addresses, cheap TLDs) count against a contact."""
+    """What the check trusts: the collection's domains. `known` is True when the collection knows where its pages
+    come from (some are served from a domain, or the user named domains): then a contact must lead to a trusted
+    domain. A collection ingested from local files (or one that learned nothing) knows no origin: a contact counts
+    against it when its host is risky (shorteners, free mail, IP addresses, cheap TLDs, punycode) or looks like a
+    trusted domain without being one. A command fetching code must name a trusted domain either way."""
 
     domains: frozenset[str] = frozenset()
     known: bool = False
@@ -68,12 +83,16 @@ class Trust:
         if PUBLIC_SECTOR_HOST.search(host):
             return True
         if not self.known:
-            return not RISKY_HOST.search(host)
+            return not risky_host(host) and not look_alike_of(host, self.domains)
         return registrable_domain(host) in self.domains
 
     def domain_trusted(self, domain: str | None) -> bool:
         """A page's own domain (None: a file without one, judged by its contacts alone)."""
         return domain is None or not self.known or self.host_trusted(domain)
+
+    def code_host_trusted(self, host: str) -> bool:
+        """Whether a command may fetch code from this host: one of the trusted domains, nothing else."""
+        return bool(host) and (registrable_domain(host) in self.domains or off_the_internet(host))
 
     def named(self) -> str:
         return ", ".join(sorted(self.domains)) or "none"
@@ -103,7 +122,7 @@ def _off_domain(sentence: str, source_trusted: bool, trust: Trust) -> list[str]:
         if (host and not trust.host_trusted(host)) or (
             not host and (PREMIUM_PHONE.search(contact.strip()) or not source_trusted)
         ):
-            found.append(contact)
+            found.append(shown_contact(contact))
     return found
 
 
@@ -120,7 +139,7 @@ def sentence_cautions(
     page_trusted = trust.domain_trusted(domain)
     offered = ("" if in_code else without_code_spans(sentence)) if page_trusted else sentence
     off = _off_domain(offered, page_trusted, trust)
-    where = f"its page is on {domain}, not one of this collection's trusted domains ({trust.named()})"
+    where = f"its page is on {ascii_host(domain or '')}, not one of this collection's trusted domains ({trust.named()})"
     out: list[Caution] = []
     for request in requests:
         if request.kind == "secret" and not request.typed:
@@ -146,13 +165,33 @@ def sentence_cautions(
     return out
 
 
-def reply_cautions(reply: str, passages: Sequence[Mapping[str, Any]], trust: Trust) -> list[Caution]:
-    """Every caution of a reply, sentence by sentence, each reason once."""
+def command_cautions(reply: str, trust: Trust) -> list[Caution]:
+    """A command of the reply that downloads and runs (or installs) code from a host off the trusted domains: in code
+    or in prose, from any page (a page calling itself "official" vouches for nothing)."""
     out: list[Caution] = []
-    code = code_lines(reply)
-    for sentence in split_sentences(reply):
-        found = sentence_cautions(sentence, passages, trust, in_code=sentence.strip() in code)
-        out += [c for c in found if c.reason not in {o.reason for o in out}]
+    for command in fetch_commands(reply):
+        if trust.code_host_trusted(command.host):
+            continue
+        host = ascii_host(command.host)
+        reason = (
+            f"it gives a command that downloads and runs code from {host}, which is not one of this collection's "
+            f"trusted domains ({trust.named()})"
+        )
+        if reason not in {c.reason for c in out}:
+            out.append(Caution("command", command.command, reason))
+    return out
+
+
+def reply_cautions(reply: str, passages: Sequence[Mapping[str, Any]], trust: Trust) -> list[Caution]:
+    """Every caution of a reply, each reason once: its commands fetching code, then sentence by sentence (a line of
+    a code block is code, whatever its sentences)."""
+    out = command_cautions(reply, trust)
+    fetched = {ascii_host(c.host) for c in fetch_commands(reply)}
+    for line, kind in line_kinds(reply):
+        for sentence in split_sentences(line):
+            found = sentence_cautions(sentence, passages, trust, in_code=kind != "text")
+            found = [c for c in found if c.kind != "contact" or ascii_host(host_of(c.what)) not in fetched]
+            out += [c for c in found if c.reason not in {o.reason for o in out}]
     return out
 
 

@@ -39,12 +39,21 @@ _cache: dict[Path, tuple[float, TrustedDomains]] = {}
 @dataclass(frozen=True)
 class TrustedDomains:
     """What a collection trusts: `learned` from its documents, `added` and `removed` by the user; `documents` is how
-    many documents the learning read."""
+    many documents the learning read, `served` how many of them came from a domain (a url or `domain`/`site`
+    metadata; a local file has none)."""
 
     learned: tuple[str, ...] = ()
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     documents: int = 0
+    served: int = 0
+
+    @property
+    def origin_known(self) -> bool:
+        """Whether the collection knows where its pages come from (some are served from a domain, or the user named
+        domains): only then is every contact off its domains suspect. A collection ingested from local files knows
+        no origin, so a link is not cautioned for being one (tools/signals/sensitive.py)."""
+        return self.served > 0 or bool(self.added)
 
     @property
     def domains(self) -> frozenset[str]:
@@ -62,6 +71,7 @@ class TrustedDomains:
             "added": list(self.added),
             "removed": list(self.removed),
             "documents": self.documents,
+            "served": self.served,
         }
 
 
@@ -142,12 +152,14 @@ def _write(path: Path, record: Mapping[str, Any]) -> None:
 
 def _trusted(record: Mapping[str, Any]) -> TrustedDomains:
     documents = record.get("documents") or {}
-    learned, total = learn(documents.values()) if isinstance(documents, dict) else ((), 0)
+    rows = list(documents.values()) if isinstance(documents, dict) else []
+    learned, total = learn(rows)
     return TrustedDomains(
         learned=learned,
         added=tuple(sorted(record.get("added") or [])),
         removed=tuple(sorted(record.get("removed") or [])),
         documents=total,
+        served=sum(1 for r in rows if isinstance(r, Mapping) and r.get("own")),
     )
 
 

@@ -68,9 +68,23 @@ class Conflicts:
     added_words: int = 2
     max_shown: int = 2  # conflicts said in one reply
     texts_kept: int = 4096  # sentences whose words and figures are cached
+    # Across scopes (a page for one country, a page marked "all"), where each page words the fact for its own
+    # audience, two figures state one fact when the question's words stand within this many content words of each.
+    figure_window: int = 5
+
+
+@dataclass(frozen=True)
+class Options:
+    """The ask-back's options (signals/options.py). Set by hand on near-copies of a planted page (one sentence of
+    twenty changed: 0.95); on the eight documentation sets, template pages about two things reach 0.95 too (textual's
+    border-title-* / border-subtitle-*): their titles, not this share, keep them apart."""
+
+    # Share of either page's word trigrams two near-copies share (their figures must be the same).
+    near_duplicate_share: float = 0.8
 
 
 INJECTION: Final = Injection()
 STUFFING: Final = Stuffing()
 CONFLICTS: Final = Conflicts()
+OPTIONS: Final = Options()
 TEXT_CHECKS: Final = TextChecks()
