@@ -195,7 +195,7 @@ README_FIGURES: tuple[Figures, ...] = (
     ),
     Figures(
         "README.md",
-        "held-out suite B ({} pages, {} styles; `evals/results/injection/suite_b/`): flags {} / {} precision / recall, "
+        "held-out suite B ({} pages, {} styles; `injection/suite_b/`): flags {} / {} precision / recall, "
         "{} of {} replies obey or are only a flagged sentence, facts right in **{}** of the replies that have one "
         "({}) in both answer styles, {} requests for a secret, payment or off-domain contact relayed without the "
         "caution.",
@@ -285,6 +285,20 @@ README_FIGURES: tuple[Figures, ...] = (
             ref("bench.json", "overhead", "node_median_ms", "triage"),
             ref("bench.json", "overhead", "node_median_ms", "retrieve"),
             ref("bench.json", "overhead", "node_median_ms", "finalize"),
+        ),
+    ),
+    Figures(
+        "README.md",
+        "| one-shot `reground ask` on techdocs ({} chunks), a fresh process: with `reground worker` / alone "
+        "(median of {}, load {}) | **{} s** (warm turn {} s) / {} s (CPU {} s) |",
+        (
+            ref("bench.json", "oneshot", "chunks"),
+            ref("bench.json", "oneshot", "runs"),
+            ref("bench.json", "oneshot", "load_average_1min", "before"),
+            ref("bench.json", "oneshot", "worker", "wall_s", "median"),
+            ref("bench.json", "oneshot", "worker", "turn_s", "median"),
+            ref("bench.json", "oneshot", "alone", "wall_s", "median"),
+            ref("bench.json", "oneshot", "alone", "cpu_s", "median"),
         ),
     ),
     Figures(
