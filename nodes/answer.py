@@ -24,15 +24,18 @@ from reground.nodes.context import EvidenceSettings
 from reground.nodes.state import Draft, PassageJudgement, State
 from reground.prompts import answer as answer_prompts
 from reground.tools.adapters.chat import LLMReplyError, call_text
+from reground.tools.retrieval.variants import variant_of
 from reground.tools.signals.evidence import (
     Evidence,
     extractive_answer,
     figure_first,
+    join_reply,
     previous_reply,
     relevance_parts,
     reply_words,
 )
 from reground.tools.signals.scoring import majority_best, principle_scores
+from reground.tools.signals.variants_named import named_variants, one_variant
 from reground.tools.text.code_blocks import close_fences, trim_code_blocks
 from reground.tools.text.sentences import sentence_parts, strip_citations, text_sentences
 from reground.tools.types import Passage
@@ -187,8 +190,16 @@ def extracted(
     # ranker ranked keep its order (a figure there is a code value).
     if not evidence or evidence[0].unit_score is None:
         evidence = figure_first(question_of(state), evidence, passages)
+    # A page that answers once per language or platform: the reply comes from one, and names the others' calls.
+    evidence, others = one_variant(evidence, passages)
     text, helpful = extracted_sentences(evidence, context.evidence, context.answer_length, state.get("history", []))
     text = trim_code_blocks(text, [question_of(state), text], context.evidence.max_code_lines)
+    # Named only beside a reply that gives one variant's own unit.
+    named = named_variants(others, passages) if text and any(variant_of(passages[n - 1]) for n in helpful) else ""
+    if named:
+        env.stats.notes.append(f"answered from one variant; named {len(others)} other(s)")
+        text = join_reply([text, named])
+        helpful = sorted({*helpful, *(e.passage for e in others)})
     if not text:
         env.stats.notes.append("no passage sentence to answer with")
         return {"judgements": [], "draft": not_found_draft(passages, state, context.escalation)}

@@ -22,6 +22,7 @@ from reground.tools.signals.evidence import quoted_verbatim
 from reground.tools.signals.figures import extract_figures, unsupported_figures
 from reground.tools.signals.reply_guard import only_flagged, unsupported_contacts
 from reground.tools.signals.scoring import k_precision, prompt_echo, rouge_l
+from reground.tools.signals.variants_named import without_named_variants
 from reground.tools.text.sentences import cited_numbers, strip_citations, text_sentences
 from reground.tools.types import Passage
 
@@ -131,7 +132,8 @@ def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
         }
     env.progress("check_groundedness", "checking the answer against the passages")
     texts = [p["text"] for p in passages]
-    verbatim = quoted_verbatim(draft["text"], texts)
+    # A reply from one tab names the others' calls ("In JavaScript: `getState()`"): quoted when those calls are.
+    verbatim = quoted_verbatim(without_named_variants(draft["text"], passages), texts)
     for part, problems in hard_failures(draft, state, passages, texts, env, verbatim=verbatim):
         if problems:
             # Cheap and exact: no signal or judge can make a wrong amount, a foreign phone number or an echo of the

@@ -16,7 +16,6 @@ from typing import Any
 
 from reground.nodes.common import NodeEnv, answerable_of, evidence_for, question_of
 from reground.nodes.state import ClarifyOption, EvidenceItem, State
-from reground.tools.retrieval.variants import competing_variants, variant_of
 from reground.tools.signals.answerability import (
     Reading,
     coverage,
@@ -83,12 +82,8 @@ def triage(state: State, env: NodeEnv) -> dict[str, Any]:
         )
         options = [ClarifyOption(label=r.label, doc_id=r.doc_id, chunk_id=r.chunk_id) for r in found]
         return {**update, "decision": "clarify", "options": options}
-    variants = competing_variants(passages) if context.use_clarify and not clarified else []
-    if variants:
-        labels = [variant_of(p) for p in variants]
-        env.stats.notes.append(f"the passages answer once per variant ({', '.join(labels)}) and none is named")
-        options = [ClarifyOption(label=variant_of(p), doc_id=p["doc_id"], chunk_id=p["chunk_id"]) for p in variants]
-        return {**update, "decision": "clarify", "options": options, "clarify_about": "variant"}
+    # Passages that answer once per language or platform are no reason to ask: the answer replies from one variant
+    # and names the others (signals/variants_named.py).
     if reading is not None and documentation:
         return {**update, **documentation_decision(state, reading, clarified, signals, env)}
     if reading is not None and reading.answerable is not None:

@@ -46,6 +46,9 @@ PARTIAL = "The documents do not mention {missing}."
 # band; CRAG's "ambiguous"). It says the reading is unsure, not that the documents lack the answer: on techdocs dev
 # most hedged replies to answerable questions quote the right call (evals/results/techdocs_dev/reground_loco/).
 HEDGE = "The documents may not answer this exactly. The closest they come is: {quote}"
+# A reply from one of a page's language or platform variants names each other one with its call (signals/
+# variants_named.py): {variant}, the tab's label; {code}, its call as inline code.
+OTHER_VARIANT = "In {variant}: {code}."
 NOT_FOUND = "I could not find this in the documents available to you, so I won't guess: {escalation}."
 
 EMPTY_QUESTION = "Please type a question. I answer questions about the documents in '{collection}'."

@@ -305,6 +305,10 @@ class EvidenceTuning:
     figure_ratio: float = 0.6
     # A figure states X when X follows the number within this many words ("30 working days of paid annual leave").
     figure_window: int = 6
+    # A reply from one of a page's variants (tabs) names at most this many others with their call, each at most this
+    # many characters (signals/variants_named.py).
+    variants_named: int = 2
+    variant_named_chars: int = 80
 
 
 @dataclass(frozen=True)
