@@ -31,31 +31,25 @@ import argparse
 import json
 import os
 import platform
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from reground.evals.data.datasets import EVAL_CHUNK_TOKENS
+from reground.evals.perf.processes import StubHandler, reground_command, stub_llm, timed_process
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "evals" / "results" / "bench.json"
 # The demo corpus as installed with the package (as reground/demo.py finds it), so a wheel finds it too.
 DEMO_CORPUS = Path(str(resources.files("reground") / "data" / "hr_policies.jsonl"))
 NAIVE_SAMPLE = 200  # passages embedded one at a time for the naive baseline
-STARTUP_TIMEOUT_S = 600  # one `reground` process at most (a loaded 2-core machine takes tens of seconds)
 
 
 def _stats_ms(seconds: Sequence[float]) -> dict[str, float]:
@@ -233,61 +227,6 @@ def _turn_with_trace(graph: Any, messages: dict[str, Any], context: Any, config:
     return {"result": result, "node_seconds": dict(spent)}
 
 
-class _StubHandler(BaseHTTPRequestHandler):
-    """An OpenAI-compatible endpoint that lists one model and refuses (and counts) every call: the extract default
-    must answer without one."""
-
-    calls = 0
-    lock = threading.Lock()
-
-    def do_GET(self) -> None:
-        body = json.dumps({"object": "list", "data": [{"id": "stub", "object": "model"}]}).encode()
-        self.send_response(HTTPStatus.OK)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self) -> None:
-        with self.lock:
-            type(self).calls += 1
-        self.send_response(HTTPStatus.SERVICE_UNAVAILABLE)
-        self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@contextmanager
-def _stub_llm() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _StubHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def _timed_process(command: Sequence[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """(wall seconds, CPU seconds user + sys, stdout) of one fresh process; a failure is an error naming it."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=STARTUP_TIMEOUT_S, check=False)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command[:2])} exited {done.returncode}: {done.stderr.strip()[-500:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.stdout
-
-
-def _reground_command() -> list[str]:
-    """The installed console script beside this interpreter (what a user runs), else `python -m reground`."""
-    script = Path(sys.executable).with_name("reground")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "reground"]
-
-
 def bench_startup(work: Path, runs: int) -> dict[str, Any]:
     """`reground --help`, `import reground.graph.builder`, and `reground ask` to its first answer on the demo
     collection (ingested here first), each `runs` times in fresh processes after one unmeasured run (it warms the
@@ -302,7 +241,7 @@ def bench_startup(work: Path, runs: int) -> dict[str, Any]:
     data_dir = work / "startup"
     store = PassageStore.open(DEMO_COLLECTION, data_dir=str(data_dir), create=True)
     ingest([demo_corpus_path()], store, progress=False)
-    reground = _reground_command()
+    reground = reground_command()
     ask = [
         *reground,
         *("ask", DEMO_TURNS[0], "--collection", DEMO_COLLECTION, "--data-dir", str(data_dir)),
@@ -316,11 +255,11 @@ def bench_startup(work: Path, runs: int) -> dict[str, Any]:
     measured: dict[str, dict[str, list[float]]] = {name: defaultdict(list) for name in commands}
     answers: set[str] = set()
     passed = llm_calls = 0
-    with _stub_llm() as url:
+    with stub_llm() as url:
         env = {**os.environ, "REGROUND_LOCAL_LLM_URL": url, "ANONYMIZED_TELEMETRY": "False"}
         for run in range(runs + 1):
             for name, command in commands.items():
-                wall, cpu, out = _timed_process(command, env)
+                wall, cpu, out = timed_process(command, env)
                 if run == 0:
                     continue  # the unmeasured first run
                 measured[name]["wall"].append(wall)
@@ -332,7 +271,7 @@ def bench_startup(work: Path, runs: int) -> dict[str, Any]:
                     answers.add(result["answer"])
                     passed += int(bool(result["passed"]))
                     llm_calls += int(result["llm_calls"])
-        stub_calls = _StubHandler.calls
+        stub_calls = StubHandler.calls
 
     def seconds(values: Sequence[float]) -> float:
         return round(statistics.median(values), 3)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reground.evals.perf.bench import _reground_command, _stub_llm, _StubHandler, _timed_process
+from reground.evals.perf.processes import StubHandler, reground_command, stub_llm, timed_process
 
 COLLECTION = "techdocs"
 
@@ -45,8 +45,8 @@ def _ensure_collection(docs: Path, data_dir: Path, env: dict[str, str]) -> int:
     from reground.tools.stores.store import PassageStore
 
     if not any(row["collection"] == COLLECTION for row in PassageStore.describe(data_dir=str(data_dir))):
-        _timed_process(
-            [*_reground_command(), "ingest", str(docs), "--collection", COLLECTION, "--data-dir", str(data_dir)], env
+        timed_process(
+            [*reground_command(), "ingest", str(docs), "--collection", COLLECTION, "--data-dir", str(data_dir)], env
         )
     (row,) = PassageStore.describe(COLLECTION, data_dir=str(data_dir))
     return int(row["chunks"])
@@ -60,20 +60,20 @@ def bench_oneshot(docs: Path, cases: Path, work: Path, runs: int) -> dict[str, A
     """One-shot `reground ask` alone and through a warm worker, on the same questions (see the module docstring)."""
     data_dir = work / "oneshot"
     questions = _opening_questions(cases, runs + 1)
-    reground = _reground_command()
+    reground = reground_command()
     where = ["--collection", COLLECTION, "--data-dir", str(data_dir)]
     measured: dict[str, dict[str, list[float]]] = {"alone": {}, "worker": {}}
     replies: dict[str, list[str]] = {"alone": [], "worker": []}
-    with _stub_llm() as url:
+    with stub_llm() as url:
         env = {**os.environ, "REGROUND_LOCAL_LLM_URL": url, "ANONYMIZED_TELEMETRY": "False"}
         chunks = _ensure_collection(docs, data_dir, env)
         load_before = os.getloadavg()[0]
         for way in ("alone", "worker"):
             if way == "worker":
-                start_s, _, _ = _timed_process([*reground, "worker", "start", *where], env)
+                start_s, _, _ = timed_process([*reground, "worker", "start", *where], env)
             try:
                 for number, question in enumerate(questions):
-                    wall, cpu, out = _timed_process([*reground, "ask", question, *where, "--json", "--quiet"], env)
+                    wall, cpu, out = timed_process([*reground, "ask", question, *where, "--json", "--quiet"], env)
                     if number == 0:
                         continue  # the unmeasured first run
                     result = json.loads(out)
@@ -82,8 +82,8 @@ def bench_oneshot(docs: Path, cases: Path, work: Path, runs: int) -> dict[str, A
                     replies[way].append(result["answer"])
             finally:
                 if way == "worker":
-                    _timed_process([*reground, "worker", "stop", "--data-dir", str(data_dir)], env)
-        stub_calls = _StubHandler.calls
+                    timed_process([*reground, "worker", "stop", "--data-dir", str(data_dir)], env)
+        stub_calls = StubHandler.calls
     return {
         "collection": COLLECTION,
         "chunks": chunks,

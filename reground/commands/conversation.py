@@ -159,7 +159,7 @@ def _ask_reviewer() -> dict[str, str]:
 
 def cmd_ask(args: argparse.Namespace) -> int:
     """The turn runs in the data dir's warm worker when one serves this run (`reground worker start`), else here."""
-    from reground.commands.worker import ask_worker
+    from reground.commands.ask_worker import ask_worker
 
     thread = args.thread = args.thread or uuid.uuid4().hex
     result = ask_worker(args, None if args.quiet else print_progress)

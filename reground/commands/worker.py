@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
 import signal
@@ -20,111 +19,25 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from reground.commands import add_parser
+from reground.commands.ask_worker import (
+    REQUEST_OPTIONS,
+    environment_fingerprint,
+    messages,
+    read_record,
+    record_path,
+    resolved_data_dir,
+    send_message,
+)
 
-RECORD = "ask-worker.json"  # in the state dir: the worker's pid, socket, data dir and environment fingerprint
 SOCKET = "ask-worker.sock"
 LOG = "ask-worker.log"
-# Variables that change what a turn does: a worker serves only clients whose values equal its own.
-ENV_PREFIXES = ("REGROUND_", "OPENAI_", "LANGSMITH_", "LANGCHAIN_")
-# What `ask` sends: its options that shape the turn (paths resolved by the client, whose working directory counts).
-REQUEST_OPTIONS = ("question", "collection", "data_dir", "store", "model", "filter", "thread", "set")
 WARM_UP_QUESTION = "What does this collection cover?"  # any question: the first turn loads what every turn needs
 WARM_UP_THREAD = "reground-worker-warm-up"
 START_TIMEOUT_S = 300.0  # fact: a cold start on a loaded 2-core machine took tens of seconds; the start waits this long
-CONNECT_TIMEOUT_S = 1.0  # a worker that does not accept within this is treated as gone
-
-
-def environment_fingerprint(environ: Mapping[str, str] | None = None) -> str:
-    """A digest of the variables that change a turn (their values never leave the process)."""
-    env = os.environ if environ is None else environ
-    items = sorted((k, v) for k, v in env.items() if k.startswith(ENV_PREFIXES))
-    return hashlib.sha256(json.dumps(items).encode()).hexdigest()
-
-
-def _resolved_data_dir(data: str | None) -> Path:
-    from reground.tools.adapters.paths import data_dir
-
-    return data_dir(data).resolve()
-
-
-def _record_path(data: str | None) -> Path:
-    from reground.tools.adapters.paths import state_dir
-
-    return state_dir(data) / RECORD
-
-
-def read_record(data: str | None) -> dict[str, Any] | None:
-    """The running worker's record for this data dir, or None (none recorded, or its process is gone)."""
-    path = _record_path(data)
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-        os.kill(int(record["pid"]), 0)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
-def _send(conn: socket.socket, message: Mapping[str, Any]) -> None:
-    conn.sendall(json.dumps(message).encode() + b"\n")
-
-
-def _messages(conn: socket.socket) -> Iterator[dict[str, Any]]:
-    with conn.makefile("r", encoding="utf-8") as stream:
-        for line in stream:
-            yield json.loads(line)
-
-
-# --- the client side: `reground ask` -----------------------------------------------------------------------
-
-
-def ask_worker(args: argparse.Namespace, on_progress: Callable[[str], None] | None) -> dict[str, Any] | None:
-    """The turn's result from the data dir's worker, or None when no worker can serve this run (the caller then
-    runs the turn itself). A user error the worker raised is raised here as the same RegroundError class."""
-    if getattr(args, "review", None):
-        return None  # a reviewer answers on this terminal: the turn runs here
-    data = str(_resolved_data_dir(args.data_dir))
-    record = read_record(args.data_dir)
-    if record is None or record.get("data_dir") != data or record.get("env") != environment_fingerprint():
-        return None
-    request = {name: getattr(args, name, None) for name in REQUEST_OPTIONS}
-    request["data_dir"] = data
-    if request["store"] and str(request["store"]).startswith(("chroma:", "pgserver:")):
-        scheme, _, rest = str(request["store"]).partition(":")
-        request["store"] = f"{scheme}:{Path(rest).expanduser().resolve()}" if rest else request["store"]
-    last: dict[str, Any] = {}
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        conn.settimeout(CONNECT_TIMEOUT_S)
-        conn.connect(str(record["socket"]))
-        conn.settimeout(None)
-        _send(conn, {"ask": request})
-        for message in _messages(conn):
-            if "progress" not in message:
-                last = message
-                break
-            if on_progress is not None:
-                on_progress(str(message["progress"]))
-    except (OSError, ValueError):
-        return None  # the worker went away (or never answered): the turn runs here
-    finally:
-        conn.close()
-    if "error" in last:
-        raise _error_of(last["error"])
-    return dict(last["result"]) if "result" in last else None
-
-
-def _error_of(error: Mapping[str, Any]) -> Exception:
-    from reground.tools import errors
-
-    kind = getattr(errors, str(error.get("class", "")), None)
-    if isinstance(kind, type) and issubclass(kind, errors.RegroundError):
-        return kind(str(error.get("message", "")))
-    return RuntimeError(f"the ask worker failed: {error.get('message', '')}")
 
 
 # --- the worker process ---------------------------------------------------------------------------------------
@@ -176,9 +89,9 @@ def serve(data: str | None, collections: list[str], idle_s: float) -> int:
 
     from reground.graph.builder import build_graph
 
-    root = _resolved_data_dir(data)
-    record_path = _record_path(data)
-    path = record_path.with_name(SOCKET)
+    root = resolved_data_dir(data)
+    record_file = record_path(data)
+    path = record_file.with_name(SOCKET)
     path.unlink(missing_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_umask = os.umask(0o077)  # the socket answers from this user's documents: only this user may connect
@@ -194,7 +107,7 @@ def serve(data: str | None, collections: list[str], idle_s: float) -> int:
             for collection in collections:
                 worker.warm_up(collection, str(root))
             record = {"pid": os.getpid(), "socket": str(path), "data_dir": str(root), "env": environment_fingerprint()}
-            record_path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+            record_file.write_text(json.dumps(record) + "\n", encoding="utf-8")
             print(f"serving {root} on {path}", flush=True)
             listener.settimeout(idle_s or None)
             while True:
@@ -210,17 +123,17 @@ def serve(data: str | None, collections: list[str], idle_s: float) -> int:
         listener.close()
         path.unlink(missing_ok=True)
         with contextlib.suppress(OSError, ValueError):
-            if json.loads(record_path.read_text(encoding="utf-8")).get("pid") == os.getpid():
-                record_path.unlink()
+            if json.loads(record_file.read_text(encoding="utf-8")).get("pid") == os.getpid():
+                record_file.unlink()
 
 
 def _handle(worker: Worker, conn: socket.socket) -> None:
     def send(message: Mapping[str, Any]) -> None:
         with contextlib.suppress(OSError):
-            _send(conn, message)
+            send_message(conn, message)
 
     try:
-        request = next(_messages(conn), None)
+        request = next(messages(conn), None)
     except (OSError, ValueError):
         return
     if request and isinstance(request.get("ask"), dict):
@@ -243,7 +156,7 @@ def cmd_start(args: argparse.Namespace) -> int:
         raise InputError(f"--idle-minutes must be 0 (never) or more, got {args.idle_minutes:g}")
     log = state_dir(args.data_dir) / LOG
     command = [sys.executable, "-m", "reground", "worker", "serve", "--idle-minutes", str(args.idle_minutes)]
-    command += ["--data-dir", str(_resolved_data_dir(args.data_dir))]
+    command += ["--data-dir", str(resolved_data_dir(args.data_dir))]
     for collection in args.collection or ():
         command += ["--collection", collection]
     with open(log, "w", encoding="utf-8") as out:

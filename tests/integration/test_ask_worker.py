@@ -16,7 +16,7 @@ import pytest
 from reground.tools.errors import InputError
 
 from reground.cli import main
-from reground.commands.worker import ask_worker, read_record
+from reground.commands.ask_worker import ask_worker, read_record
 from tests.conftest import copy_of_hr_store
 
 pytestmark = pytest.mark.integration
