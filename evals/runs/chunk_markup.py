@@ -2,8 +2,10 @@
 
 Loads a folder as `reground ingest` does (tools/text/loaders.py) and chunks every page with the ingest chunker, then
 counts the chunks holding site markup outside their code (evals/runs/usefulness.py's `markup_in`: raw links,
-admonition and tab markers, language blocks, macros) and the chunks whose code keeps mkdocs-material's annotation
-markers (`# (1)!`). Nothing is embedded or stored, so a set of a few hundred pages takes seconds.
+admonition and tab markers, language blocks, macros; and `GENERATOR_MARKUP`: template tags and expressions,
+autolinks, entities, escapes, containers, TOC markers, attribute lists, components) and the chunks whose code keeps
+mkdocs-material's annotation markers (`# (1)!`). Nothing is embedded or stored, so a set of a few hundred pages
+takes seconds.
 
     python -m reground.evals.runs.chunk_markup --docs DIR [--docs DIR2 ...] --out evals/results/chunk_markup.json
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +26,30 @@ from reground.tools.text.loaders import load_paths
 from reground.tools.text.markdown import CODE_ANNOTATION
 
 EXAMPLES = 3  # chunks shown per corpus with markup left
+# Site generators' own markup, beyond what a reply is scored for (usefulness.MARKUP): template tags and expressions
+# (Hugo shortcodes, Liquid/Jinja/Nunjucks/Markdoc tags, `{{ variable }}`), autolinks, HTML entities, backslash
+# escapes, colon-fenced containers, table-of-contents markers, attribute lists and JSX components left in the text.
+GENERATOR_MARKUP = {
+    "template": re.compile(r"\{\{[<%]|[>%]\}\}|\{%-?\s*/?\w|\{\{-?\s*[A-Za-z_$'\"(][^{}\n]*\}\}"),
+    "autolink": re.compile(r"<[a-zA-Z][\w+.-]{1,31}:[^\s<>]+>"),
+    "entity": re.compile(r"&(?:[a-zA-Z][a-zA-Z0-9]{1,31}|#\d{1,7}|#[xX][0-9a-fA-F]{1,6});"),
+    "escape": re.compile(r"\\[<>*_#|`{}]"),  # not `\[`: MathJax's display math delimiter
+    "container": re.compile(r"^\s*:{3,}", re.M),
+    "toc": re.compile(r"\[\[toc\]\]|\[TOC\]|\{:\s*toc\s*\}", re.I),
+    "attribute_list": re.compile(r"\{\s*(?:[:#.][\w-]|[\w-]+=)[^{}\n]*\}"),
+    "component": re.compile(r"</?[A-Z][\w.]*(?:\s[^<>\n]*)?/?>"),
+}
+
+
+# Code a chunk carries: a fenced block (closed by a fence as long as its opening) or a code span of any number of
+# backticks (`` `a` `` with a backtick inside is one span).
+_CODE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?\n[ \t]*\1[ \t]*$|(?<!`)(`+)(?!`).+?(?<!`)\2(?!`)", re.S | re.M)
+
+
+def generator_markup_in(text: str) -> list[str]:
+    """The kinds of generator markup a chunk carries outside its code."""
+    prose = _CODE.sub(" ", text)
+    return [name for name, pattern in GENERATOR_MARKUP.items() if pattern.search(prose)]
 
 
 def chunk_markup(folder: Path) -> dict[str, Any]:
@@ -34,7 +61,8 @@ def chunk_markup(folder: Path) -> dict[str, Any]:
     for document in documents:
         for chunk in chunk_document(document):
             chunks += 1
-            found = markup_in(chunk["text"]) + (["code_annotation"] if CODE_ANNOTATION.search(chunk["text"]) else [])
+            found = markup_in(chunk["text"]) + generator_markup_in(chunk["text"])
+            found += ["code_annotation"] if CODE_ANNOTATION.search(chunk["text"]) else []
             kinds.update(found)
             if found:
                 marked += 1

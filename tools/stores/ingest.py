@@ -37,7 +37,7 @@ from reground.tools.signals.injection import FLAGS_KEY, flag_metadata
 from reground.tools.signals.injection_screen import SCREEN_KEY, screen_mark
 from reground.tools.signals.stuffing import STUFFED_KEY, STUFFED_PAGE_KEY, mark_stuffed_page, stuffing_metadata
 from reground.tools.stores.locking import WaitNotice
-from reground.tools.stores.pipeline import pipeline
+from reground.tools.stores.pipeline import batches, pipeline
 from reground.tools.stores.store import chunk_vectors
 from reground.tools.stores.trusted_domains import (
     SCREENED_KEY,
@@ -50,7 +50,7 @@ from reground.tools.stores.vector_store import EmbeddedDocument, Snapshot, Vecto
 from reground.tools.text.blobs import separate_blobs
 from reground.tools.text.chunking import DEFAULT_MAX_TOKENS, chunk_document
 from reground.tools.text.invisible import strip_invisible
-from reground.tools.text.loaders import MAX_FILE_BYTES, Document, LoadError, load_paths
+from reground.tools.text.loaders import MAX_FILE_BYTES, Document, LoadError, iter_documents, readable_id
 from reground.tools.text.terminal import strip_terminal_controls
 from reground.tools.tuning.stores import INGEST, STORE_IO
 from reground.tools.types import Chunk
@@ -76,6 +76,9 @@ class IngestSummary:
     invisible_stripped: dict[str, int] = field(default_factory=dict)
     # doc_id -> blobs (JSON, XML, a markdown image) glued to prose and set on a line of their own (text/blobs.py)
     blobs_separated: dict[str, int] = field(default_factory=dict)
+    # doc_id -> characters of text a reader would not see (white, tiny, off-page, hidden by a style), dropped by
+    # the loader (text/hidden.py, text/pdf_hidden.py)
+    hidden_dropped: dict[str, int] = field(default_factory=dict)
     stuffed_chunks: int = 0  # chunks written flagged as keyword stuffing (signals/stuffing.py)
     trusted_domains: list[str] = field(default_factory=list)  # the collection's, after this ingest
 
@@ -101,6 +104,11 @@ class IngestSummary:
             )
         if self.blobs_separated:
             text += f", {sum(self.blobs_separated.values())} blobs set apart from their text"
+        if self.hidden_dropped:
+            text += (
+                f", {sum(self.hidden_dropped.values())} characters of hidden text dropped from "
+                f"{len(self.hidden_dropped)} documents"
+            )
         if self.stuffed_chunks:
             text += f", {self.stuffed_chunks} chunks flagged as keyword stuffing"
         return text
@@ -121,8 +129,11 @@ class IngestSummary:
 # chunk carries the mark of the rules that flagged it, so read time uses its stored flags: signals/injection_screen.py;
 # 12: mkdocs-material code annotation markers, autorefs anchors `[](){#id}` and admonition class words left out, a
 # superfences attribute list `{ .lang }` read as the code's language; MyST directives, roles, targets and comments read
-# as the rendered page shows them; MDX import and export statements and mkdocstrings' autodoc lines left out).
-CHUNK_FORMAT = 12  # fact: the stored chunk format's version
+# as the rendered page shows them; MDX import and export statements and mkdocstrings' autodoc lines left out; 13: a
+# markdown paragraph over the chunk budget cut at its sentence ends; generator template tags and expressions, table
+# of contents markers and thematic breaks left out; autolinks, HTML entities and backslash escapes read as the
+# characters they show; a code block holding fences written back with a longer fence).
+CHUNK_FORMAT = 13  # fact: the stored chunk format's version
 
 
 def content_hash(doc: Document, max_tokens: int) -> str:
@@ -141,9 +152,11 @@ def ingest_documents(
     on_wait: WaitNotice | None = None,
     settings_root: Path | None = None,
     deleted: Sequence[str] = (),
+    seen: set[str] | None = None,
 ) -> IngestSummary:
     """Index the documents under the collection's write lock (waiting for another writer if there is one), then
-    learn the collection's trusted domains from what was written (in `settings_root`, else the store's data dir)."""
+    learn the collection's trusted domains from what was written (in `settings_root`, else the store's data dir).
+    `seen`: the doc ids an earlier batch of the same ingest indexed (a repeat is skipped, as within a batch)."""
     summary = summary or IngestSummary()
     prepared: list[Document] = []
     for doc in documents:
@@ -156,7 +169,7 @@ def ingest_documents(
         root = settings_dir(store, settings_root)
         screened = screened_with(root, store.collection)
         records = _ingest_locked(
-            prepared, store, max_tokens=max_tokens, progress=progress, summary=summary, screened=screened
+            prepared, store, max_tokens=max_tokens, progress=progress, summary=summary, screened=screened, seen=seen
         )
         summary.trusted_domains = sorted(record_documents(root, store.collection, records, deleted).domains)
     return summary
@@ -179,7 +192,7 @@ def prepare(doc: Document, summary: IngestSummary) -> Document:
     metadata = {key: clean(value) if isinstance(value, str) else value for key, value in doc.metadata.items()}
     text, blobs = separate_blobs(clean(doc.text))
     cleaned = Document(
-        doc_id=clean(doc.doc_id),
+        doc_id=readable_id(clean(doc.doc_id)),
         title=clean(doc.title),
         text=text,
         url=clean(doc.url),
@@ -191,6 +204,8 @@ def prepare(doc: Document, summary: IngestSummary) -> Document:
             counts[cleaned.doc_id] = counts.get(cleaned.doc_id, 0) + n
     if blobs:
         summary.blobs_separated[cleaned.doc_id] = summary.blobs_separated.get(cleaned.doc_id, 0) + blobs
+    if doc.hidden_chars:
+        summary.hidden_dropped[cleaned.doc_id] = summary.hidden_dropped.get(cleaned.doc_id, 0) + doc.hidden_chars
     return cleaned
 
 
@@ -226,12 +241,13 @@ def _ingest_locked(
     progress: bool,
     summary: IngestSummary,
     screened: Mapping[str, str] | None = None,
+    seen: set[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Write what changed and re-screen unchanged documents with stale marks (`screened`: doc_id -> the rules
     fingerprint its record holds; the others are checked); per document now written (new, replaced or re-screened)
     or checked, what the trusted domains learn of it."""
     known = store.document_hashes()
-    seen: set[str] = set()
+    seen = set() if seen is None else seen
     same: list[tuple[Document, str]] = []
     todo: list[tuple[Document, str]] = []
     for doc in documents:
@@ -347,12 +363,30 @@ def _embedder(store: VectorStore) -> Callable[[_Part], _Part]:
     def stage(part: _Part) -> _Part:
         if part.error is None and part.chunks:
             try:
-                part.vectors, part.sentences = chunk_vectors(store.embedder, part.chunks)
+                part.vectors, part.sentences = _distinct_vectors(store, part.chunks)
             except Exception as exc:
                 part.error = exc
         return part
 
     return stage
+
+
+def _distinct_vectors(store: VectorStore, chunks: list[Chunk]) -> tuple[Any, list[bytes | None]]:
+    """The chunks' vectors, each distinct (section, text) embedded once: a page padded with one passage repeated
+    thousands of times costs one forward pass, not thousands (a page without repeats embeds exactly as before)."""
+    first: dict[tuple[str, str], int] = {}
+    distinct: list[Chunk] = []
+    index: list[int] = []
+    for chunk in chunks:
+        key = (str(chunk.get("section") or ""), chunk["text"])
+        if key not in first:
+            first[key] = len(distinct)
+            distinct.append(chunk)
+        index.append(first[key])
+    if len(distinct) == len(chunks):
+        return chunk_vectors(store.embedder, chunks)
+    vectors, sentences = chunk_vectors(store.embedder, distinct)
+    return vectors[index], [sentences[i] for i in index]
 
 
 def chunk_metadata(chunk: Chunk, title: str = "") -> dict[str, Any]:
@@ -538,16 +572,17 @@ def ingest(
     """Load every path, (re)index changed documents, delete the named ones; bad files and documents are reported
     by name, not fatal.
 
-    Files are read before the write lock is taken; deletes and writes happen under one hold of it. A document file
+    Deletes come first; files are then indexed as they are read, in batches (`INGEST.flush_documents`, or whatever
+    was read when no file has come for `INGEST.flush_idle_s`), each under its own hold of the write lock, while a
+    thread reads the next files: a slow or huge file holds up none read before it. A document file
     over `max_file_bytes` is an error of its own; with `progress`, reading a large file says so on stderr. The
     collection's settings (its trusted domains) are kept in `settings_root`, else the store's data dir.
     """
     summary = IngestSummary()
     tell = _stderr_line if progress else None
-    documents, errors = load_paths(paths, max_file_bytes=max_file_bytes, on_progress=tell) if paths else ([], [])
+    deleted: list[str] = []
     with store.writing(on_wait=on_wait):
         summary.repaired = store.take_repaired()
-        deleted: list[str] = []
         for doc_id in delete:
             removed = store.delete_document(doc_id)
             summary.deleted += 1 if removed else 0
@@ -555,13 +590,31 @@ def ingest(
                 deleted.append(doc_id)
             else:
                 summary.errors.append(LoadError(doc_id, f"no document {doc_id!r} in collection {store.collection!r}"))
-        summary.errors.extend(errors)
-        return ingest_documents(
-            documents,
+    documents = iter_documents(paths, summary.errors, max_file_bytes=max_file_bytes, on_progress=tell)
+    seen: set[str] = set()
+    indexed = False
+    for batch in batches(documents, size=INGEST.flush_documents, idle_s=INGEST.flush_idle_s):
+        ingest_documents(
+            batch,
+            store,
+            max_tokens=max_tokens,
+            progress=progress,
+            summary=summary,
+            on_wait=on_wait,
+            settings_root=settings_root,
+            deleted=() if indexed else deleted,
+            seen=seen,
+        )
+        indexed = True
+    if not indexed:  # nothing read: the deletes still reach the collection's records
+        ingest_documents(
+            [],
             store,
             max_tokens=max_tokens,
             progress=progress,
             summary=summary,
             settings_root=settings_root,
+            on_wait=on_wait,
             deleted=deleted,
         )
+    return summary

@@ -84,3 +84,52 @@ def pipeline(items: Iterable[Any], stages: Sequence[Callable[[Any], Any]], *, de
                 source.put_nowait(_DONE)
         for thread in threads:
             thread.join(timeout=INGEST.join_timeout_s)
+
+
+def batches(items: Iterable[Any], *, size: int, idle_s: float) -> Generator[list[Any], None, None]:
+    """The items in lists of up to `size`, read by a thread of their own: a list is handed on when full, when no
+    item has come for `idle_s` seconds (a slow file holds up none read before it), and at the end. The items'
+    exception is raised here, after the items read before it."""
+    source: queue.Queue[Any] = queue.Queue(maxsize=max(1, size) * 2)
+    stop = threading.Event()
+
+    def feed() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        source.put(item, timeout=INGEST.queue_poll_s)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+        except BaseException as error:  # handed to the consumer, which raises it
+            source.put(_Failed(error))
+            return
+        source.put(_DONE)
+
+    thread = threading.Thread(target=feed, name="ingest-read", daemon=True)
+    thread.start()
+    batch: list[Any] = []
+    try:
+        while True:
+            try:
+                value = source.get(timeout=idle_s) if batch else source.get()
+            except queue.Empty:
+                yield batch
+                batch = []
+                continue
+            if value is _DONE or isinstance(value, _Failed):
+                if batch:
+                    yield batch
+                if isinstance(value, _Failed):
+                    raise value.error
+                return
+            batch.append(value)
+            if len(batch) >= size:
+                yield batch
+                batch = []
+    finally:
+        stop.set()
+        thread.join(timeout=INGEST.join_timeout_s)

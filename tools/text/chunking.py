@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
 from reground.tools.text.loaders import Document
 from reground.tools.text.markdown import looks_like_markdown
 from reground.tools.text.markdown_chunks import LINKS_FIELD, VARIANT_FIELD, structured_pieces
+from reground.tools.text.sentences import BUDGET_SENTENCE, split_to_budget
 from reground.tools.text.tokens import count_tokens
 from reground.tools.tuning.stores import INGEST
 from reground.tools.types import Chunk
 
 DEFAULT_MAX_TOKENS = INGEST.chunk_tokens
+T = TypeVar("T")
 # Between the paragraphs packed into one chunk: a blank line, where evidence sentences always end (a single line
 # break inside a paragraph does not end one).
 PARAGRAPH_BREAK = "\n\n"
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+_SENTENCE = BUDGET_SENTENCE
 
 
 def _budget_tokens(text: str) -> int:
@@ -54,29 +57,18 @@ def _paragraphs(text: str) -> list[tuple[str, str]]:
 
 def _split_long(paragraph: str, max_tokens: int) -> list[str]:
     """A paragraph over the budget is cut at sentence ends (or words, for a run-on sentence)."""
-    pieces: list[str] = []
-    current = ""
-    for sentence in _SENTENCE.split(paragraph):
-        candidate = f"{current} {sentence}".strip()
-        if _budget_tokens(candidate) <= max_tokens:
-            current = candidate
-            continue
-        if current:
-            pieces.append(current)
-        if _budget_tokens(sentence) <= max_tokens:
-            current = sentence
-            continue
-        words, current = sentence.split(), ""
-        for word in words:
-            candidate = f"{current} {word}".strip()
-            if _budget_tokens(candidate) > max_tokens and current:
-                pieces.append(current)
-                current = word
-            else:
-                current = candidate
-    if current:
-        pieces.append(current)
-    return pieces
+    return split_to_budget(paragraph, max_tokens, _budget_tokens)
+
+
+def _once(pieces: list[T], key: Callable[[T], Hashable] = lambda piece: piece) -> list[T]:
+    """The pieces without those repeating an earlier one word for word (same `key`), in order."""
+    seen: set[Hashable] = set()
+    kept = []
+    for piece in pieces:
+        if key(piece) not in seen:
+            seen.add(key(piece))
+            kept.append(piece)
+    return kept
 
 
 def chunk_id_for(doc_id: str, position: int, text: str) -> str:
@@ -84,7 +76,9 @@ def chunk_id_for(doc_id: str, position: int, text: str) -> str:
 
 
 def chunk_document(doc: Document, *, max_tokens: int = DEFAULT_MAX_TOKENS, overlap_tokens: int = 0) -> list[Chunk]:
-    """Pack consecutive paragraphs of a section up to max_tokens; never merge across sections.
+    """Pack consecutive paragraphs of a section up to max_tokens; never merge across sections. A passage the page
+    repeats word for word in the same section (and variant) is kept once: repeats add nothing to find, and a page
+    padded with one passage thousands of times would bloat the collection.
 
     `overlap_tokens` > 0 repeats the previous chunk's last sentence(s) up to that many tokens.
     """
@@ -101,6 +95,7 @@ def chunk_document(doc: Document, *, max_tokens: int = DEFAULT_MAX_TOKENS, overl
                     packed[-1] = (section, joined)
                     continue
             packed.append((section, piece))
+    packed = _once(packed)
     chunks: list[Chunk] = []
     previous = ""
     for position, (section, text) in enumerate(packed):
@@ -131,6 +126,7 @@ def _structured_chunks(doc: Document, max_tokens: int) -> list[Chunk]:
     """A markdown (or HTML-derived) page chunked by its structure (text/markdown_chunks.py)."""
     chunks: list[Chunk] = []
     pieces = structured_pieces(doc.text, doc.title, max_tokens, _budget_tokens)
+    pieces = _once(pieces, key=lambda piece: piece[:3])
     for position, (section, variant, text, links) in enumerate(pieces):
         metadata = dict(doc.metadata)
         if variant:

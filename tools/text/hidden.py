@@ -11,7 +11,14 @@ come from the element's `style` attribute, an old `<font color>`, or a class or 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
+
+from reground.tools.text.colours import BLACK, WHITE, Colour, blend, contrast, parse_colour
+from reground.tools.tuning.stores import INGEST
+
+DEFAULT_FONT_PT = 12.0  # fact: a browser's default font size (16 px)
+PT_PER_PX = 0.75  # fact: CSS points per pixel
 
 # Zero-width and invisible format characters: text hidden between them (or made of them) is not for readers.
 ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e]")
@@ -29,12 +36,6 @@ _SHOWS_NOTHING = (
 )
 _ZERO_BOX = re.compile(r"(?:^|[;\s\"'])(?:width|height|max-width|max-height)\s*:\s*0(?:px)?\s*(?:[;!\"']|$)", re.I)
 _OVERFLOW_HIDDEN = re.compile(r"overflow\s*:\s*hidden", re.I)
-_INVISIBLE_COLOUR = re.compile(
-    r"(?:^|[;\s\"'])color\s*:\s*(?:white|transparent|#f{3}(?:f{3})?\b|rgba?\(\s*255\s*,\s*255\s*,\s*255\s*"
-    r"(?:,\s*[\d.]+\s*)?\)|rgba\([^)]*,\s*0*(?:\.0+)?\s*\)|hsla?\(\s*\d+\s*,\s*\d+%\s*,\s*100%)",
-    re.IGNORECASE,
-)
-_BACKGROUND = re.compile(r"background(?:-color)?\s*:", re.IGNORECASE)
 _SHOWS_NOTHING_RE = re.compile(_SHOWS_NOTHING, re.IGNORECASE)
 # An element the browser does not show, matched on raw markup (markdown may carry inline HTML); white text, which
 # depends on the element's background, is read as HTML only (`strip_hidden_html`).
@@ -48,61 +49,182 @@ _HTML_PAGE = re.compile(
     r"<(?:html|body)\b|<[a-zA-Z][a-zA-Z0-9]*\b[^>]*\b(?:style|class|id|hidden|aria-hidden|color)\b", re.IGNORECASE
 )
 _CSS_RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
+_CSS_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+# An `@media` block for another medium than the screen (print, speech), its nested rules included; the opening of
+# a screen one (or `@supports`), whose rules apply.
+_OTHER_MEDIA = re.compile(r"@media\b(?![^{]*\b(?:screen|all)\b)[^{]*\{(?:[^{}]*\{[^{}]*\})*[^{}]*\}", re.I)
+_AT_RULE_OPEN = re.compile(r"@(?:media|supports)\b[^{]*\{", re.I)
+# A selector that applies only while the reader interacts (hover, focus) or to generated content: not the page shown.
+_DYNAMIC_STATE = re.compile(
+    r":(?:hover|focus|focus-within|focus-visible|active|visited|target|checked)\b|::?(?:before|after|selection|"
+    r"placeholder|marker|first-line|first-letter)\b",
+    re.I,
+)
+_COLOURING = re.compile(r"(?:^|[;\s{])(?:color|background(?:-color)?|font-size)\s*:", re.I)
+_DECLARATION = re.compile(r"(?:^|;)\s*(?P<prop>[\w-]+)\s*:\s*(?P<value>[^;]*)")
+_LENGTH = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(pt|px|em|rem|%)?(?:\s*!important)?")
+
+
+def _colouring(style: str) -> bool:
+    return bool(_COLOURING.search(style))
 
 
 def _hides(style: str) -> bool:
     """Whether a declaration list (a `style` attribute, a CSS rule's body) shows nothing of the element's text."""
     if _SHOWS_NOTHING_RE.search(style):
         return True
-    if _ZERO_BOX.search(style) and _OVERFLOW_HIDDEN.search(style):
-        return True
-    return bool(_INVISIBLE_COLOUR.search(style)) and not _BACKGROUND.search(style)
+    return bool(_ZERO_BOX.search(style) and _OVERFLOW_HIDDEN.search(style))
 
 
-def _hidden_selectors(soup: Any) -> tuple[set[str], set[str]]:
-    """(classes, ids) a `<style>` block hides with a simple `.class` or `#id` selector."""
-    classes: set[str] = set()
-    ids: set[str] = set()
+def _style_rules(soup: Any) -> list[tuple[str, str]]:
+    """(selector, declarations) of every rule in the page's `<style>` blocks, in source order; rules inside an
+    `@media` block other than screen or all are left out (a print style does not hide what a screen shows)."""
+    rules: list[tuple[str, str]] = []
     for block in soup.find_all("style"):
-        for selectors, body in _CSS_RULE.findall(block.get_text()):
-            if not _hides(body):
-                continue
+        css = _CSS_COMMENT.sub("", block.get_text())
+        css = _OTHER_MEDIA.sub("", css)
+        css = _AT_RULE_OPEN.sub("", css)
+        for selectors, body in _CSS_RULE.findall(css):
             for selector in selectors.split(","):
-                name = selector.strip().split()[-1] if selector.strip() else ""
-                if re.fullmatch(r"\.[\w-]+", name):
-                    classes.add(name[1:])
-                elif re.fullmatch(r"#[\w-]+", name):
-                    ids.add(name[1:])
-    return classes, ids
+                selector = selector.strip()
+                if selector and not _DYNAMIC_STATE.search(selector):
+                    rules.append((selector, body))
+    return rules
 
 
-def _hidden_tag(tag: Any, classes: set[str], ids: set[str]) -> bool:
-    attrs = tag.attrs or {}
-    if "hidden" in attrs or str(attrs.get("aria-hidden", "")).lower() == "true":
+def _matched_declarations(soup: Any) -> dict[int, list[str]]:
+    """id(element) -> the declarations of the style rules that select it (any selector the CSS engine reads:
+    `p.legal`, `div > span`, `[data-x]`), in source order; a selector it cannot read selects nothing."""
+    matched: dict[int, list[str]] = {}
+    for selector, body in _style_rules(soup):
+        if not (_hides(body) or _colouring(body)):
+            continue
+        try:
+            tags = soup.select(selector)
+        except Exception:
+            continue
+        for tag in tags:
+            matched.setdefault(id(tag), []).append(body)
+    return matched
+
+
+def _declared(declarations: list[str], prop: str) -> str | None:
+    """The last value a declaration list gives `prop` (`color`, `background`, `font-size`), or None."""
+    value = None
+    for block in declarations:
+        for match in _DECLARATION.finditer(block):
+            if match.group("prop").lower() == prop:
+                value = re.sub(r"\s*!important\s*$", "", match.group("value").strip(), flags=re.I)
+    return value
+
+
+def _background(declarations: list[str], attrs: dict[str, Any]) -> tuple[Colour | None, bool]:
+    """(the element's own background colour, whether it declares one at all): an image or a gradient is a
+    background whose colour is unknown."""
+    value = _declared(declarations, "background-color")
+    shorthand = _declared(declarations, "background")
+    if shorthand is not None:
+        value = shorthand
+    if value is None and attrs.get("bgcolor"):
+        value = str(attrs["bgcolor"])
+    if value is None:
+        return None, False
+    return parse_colour(value), True
+
+
+def _font_pt(value: str | None, inherited: float) -> float:
+    """A `font-size` value in points, relative units against the inherited size; unknown values inherit."""
+    if not value:
+        return inherited
+    match = _LENGTH.fullmatch(value.strip().lower())
+    if not match:
+        return inherited
+    number, unit = float(match.group(1)), match.group(2) or "px"
+    scale = {"pt": 1.0, "px": PT_PER_PX, "em": inherited, "rem": DEFAULT_FONT_PT, "%": inherited / 100}
+    return number * scale.get(unit, inherited if unit else PT_PER_PX)
+
+
+@dataclass(frozen=True)
+class _Shown:
+    """What an element passes to its children: its text colour, the background behind it, its font size."""
+
+    colour: Colour
+    background: Colour | None  # None: an image or a colour that cannot be read (its contrast is not judged)
+    font_pt: float
+
+
+def _faint(shown: _Shown) -> bool:
+    """Whether text painted so reads as nothing: too small, or too close to the colour behind it."""
+    if shown.font_pt <= INGEST.hidden_font_pt:
         return True
-    if _hides(str(attrs.get("style", ""))):
-        return True
-    colour = str(attrs.get("color", "")).lower() if tag.name == "font" else ""
-    if colour in ("white", "#fff", "#ffffff", "transparent"):
-        return True
-    return bool(set(attrs.get("class") or []) & classes) or str(attrs.get("id", "")) in ids
+    if shown.background is None:
+        return False
+    return contrast(shown.colour, shown.background) < INGEST.min_text_contrast
 
 
 def strip_hidden_html(markup: str) -> str:
-    """An HTML page without the elements a reader does not see (their whole subtree, nested ones included) and
-    without comments; re-serialised for the loader to parse."""
-    from bs4 import BeautifulSoup, Comment
+    """`markup` without what a reader does not see (`hidden_html`)."""
+    return hidden_html(markup)[0]
+
+
+def hidden_html(markup: str) -> tuple[str, int]:
+    """An HTML page without what a reader does not see, re-serialised for the loader to parse: comments, elements
+    hidden by an attribute, their style or any style rule that selects them (their whole subtree), and the text of
+    elements whose font is too small to read or whose colour is too close to the background behind it (their
+    children are judged by their own colours), and how many characters of text went. One pass down the tree,
+    so reading time is linear in its size."""
+    from bs4 import BeautifulSoup, Comment, NavigableString, Tag
 
     soup = BeautifulSoup(markup, "html.parser")
     for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
         comment.extract()
-    classes, ids = _hidden_selectors(soup)
-    for tag in soup.find_all(True):
-        if getattr(tag, "decomposed", False) or tag.attrs is None:
-            continue
-        if _hidden_tag(tag, classes, ids):
-            tag.decompose()
-    return str(soup)
+    matched = _matched_declarations(soup)
+    page = _Shown(BLACK, WHITE, DEFAULT_FONT_PT)
+    stack: list[tuple[Any, _Shown]] = [(soup, page)]
+    dropped = 0
+    while stack:
+        node, inherited = stack.pop()
+        faint = node is not soup and _faint(inherited)
+        for child in list(node.children):
+            if isinstance(child, NavigableString):
+                if faint and child.strip() and type(child) is NavigableString:
+                    dropped += len(child.strip())
+                    child.extract()
+                continue
+            if not isinstance(child, Tag):
+                continue
+            attrs = child.attrs or {}
+            declarations = [*matched.get(id(child), []), str(attrs.get("style", ""))]
+            if _hidden_tag(child, declarations):
+                dropped += len(child.get_text().strip())
+                child.decompose()
+                continue
+            stack.append((child, _shown(child, declarations, inherited)))
+    return str(soup), dropped
+
+
+def _hidden_tag(tag: Any, declarations: list[str]) -> bool:
+    """Hidden whatever its colours: the `hidden` attribute, `aria-hidden`, or a style that shows nothing."""
+    attrs = tag.attrs or {}
+    if "hidden" in attrs or str(attrs.get("aria-hidden", "")).lower() == "true":
+        return True
+    return any(_hides(block) for block in declarations if block)
+
+
+def _shown(tag: Any, declarations: list[str], inherited: _Shown) -> _Shown:
+    attrs = tag.attrs or {}
+    colour_value = _declared(declarations, "color")
+    if colour_value is None and tag.name == "font" and attrs.get("color"):
+        colour_value = str(attrs["color"])
+    colour = parse_colour(colour_value) if colour_value else None
+    background, declared = _background(declarations, attrs)
+    behind = inherited.background
+    if declared:
+        behind = None if background is None or inherited.background is None else blend(background, inherited.background)
+    painted = inherited.colour if colour is None else colour
+    if behind is not None and colour is not None:
+        painted = blend(colour, behind)
+    return _Shown(painted, behind, _font_pt(_declared(declarations, "font-size"), inherited.font_pt))
 
 
 def hidden_segments(text: str) -> list[str]:
@@ -127,14 +249,28 @@ def hidden_segments(text: str) -> list[str]:
 def strip_hidden(text: str) -> str:
     """Text without what a reader does not see: HTML comments, hidden elements, markdown comments, zero-width lines
     (the HTML loader strips it before parsing; the injection rules read the visible rest). An HTML page is read
-    as HTML (`strip_hidden_html`: a class a style block hides, nested elements); other text by patterns."""
+    as HTML (`hidden_html`: any style rule's selector, faint or tiny text, nested elements); other text by
+    patterns."""
+    return strip_hidden_counted(text)[0]
+
+
+def strip_hidden_counted(text: str) -> tuple[str, int]:
+    """`strip_hidden`'s text, and how many characters of a page's hidden elements and faint text it dropped
+    (comments and zero-width lines are not counted)."""
     text = text.removeprefix("\ufeff")
+    dropped = 0
     if _HTML_PAGE.search(text):
-        text = strip_hidden_html(text)
+        from reground.tools.text.html_markdown import HtmlTooDeepError, check_depth
+
+        try:
+            check_depth(text)
+            text, dropped = hidden_html(text)
+        except HtmlTooDeepError:  # the loader refuses such a page; other text is read by the patterns below
+            pass
     text = HTML_COMMENT.sub(" ", text)
     text = HIDDEN_ELEMENT.sub(" ", text)
     text = MARKDOWN_COMMENT.sub("", text)
-    return "\n".join(line for line in text.split("\n") if not ZERO_WIDTH.search(line))
+    return "\n".join(line for line in text.split("\n") if not ZERO_WIDTH.search(line)), dropped
 
 
 def markup_hidden_segments(text: str) -> list[str]:

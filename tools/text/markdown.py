@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from reground.tools.text import myst
+from reground.tools.text import myst, templates
 from reground.tools.text.sentences import line_kinds
 
 Kind = str  # "heading" | "paragraph" | "code" | "list" | "table"
@@ -29,6 +29,8 @@ STRUCTURED_KINDS = frozenset({"code", "list", "table"})  # blocks a sentence int
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
 _ATX = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")
+_COLON_CLOSE = re.compile(r"^\s*:{3,}\s*$")
+_THEMATIC_BREAK = re.compile(r"^\s{0,3}(?:(?:-\s*){3,}|(?:\*\s*){3,}|(?:_\s*){3,})$")
 # Python-Markdown's admonition header: a kind, more CSS class words, an optional quoted title (quotes may nest).
 _INDENTED_OPEN = re.compile(
     r'^(?P<indent>\s*)(?:!!!|\?\?\?\+?)\s*(?P<kind>[\w-]+)?(?:[ \t]+[\w-]+)*(?:\s+"(?P<title>.*)")?\s*$'
@@ -36,7 +38,11 @@ _INDENTED_OPEN = re.compile(
 _TAB_OPEN = re.compile(r'^(?P<indent>\s*)===\+?\s+"(?P<label>[^"]+)"\s*$')
 _SLASH_OPEN = re.compile(r"^\s*///\s*(?P<kind>[\w-]+)\s*(?:\|\s*(?P<title>.*?))?\s*$")
 _SLASH_CLOSE = re.compile(r"^\s*///\s*$")
-_COLON_OPEN = re.compile(r"^\s*(?P<colons>:{3,})\s*(?P<kind>\{[\w:.-]+\}|[\w-]+)(?:\s+(?P<title>.*?))?\s*$")
+# `:::tip`, `:::tip Title`, `::: tip[Title]` (Docusaurus, Starlight), `:::{note}` (MyST), `::: warning {.x}`.
+_COLON_OPEN = re.compile(
+    r"^\s*(?P<colons>:{3,})\s*(?P<kind>\{[\w:.-]+\}|[\w-]+)(?:\[(?P<bracketed>[^\]]*)\])?(?:\s*\{[^{}]*\})?"
+    r"(?:\s+(?P<title>.*?))?\s*$"
+)
 _TABITEM_OPEN = re.compile(r"^\s*<TabItem\b[^>]*?\blabel=[\"'](?P<label>[^\"']+)[\"'][^>]*>\s*$", re.I)
 _TABITEM_CLOSE = re.compile(r"^\s*</TabItem>\s*$", re.I)
 _TABS_LINE = re.compile(r"^\s*</?Tabs\b[^>]*>\s*$", re.I)
@@ -100,7 +106,8 @@ _IMAGE = re.compile(rf"!\[([^\]]*)\]\(\s*{_DESTINATION}(?:\s+\"[^\"]*\")?\s*\)")
 _LINK = re.compile(rf"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*{_DESTINATION}(?:\s+\"[^\"]*\")?\s*\)")
 _REF_LINK = re.compile(r"\[([^\]]+)\]\[([^\]]*)\]")
 _AUTOREF = re.compile(r"@\[([^\]]+)\]")
-_ATTR_LIST = re.compile(r"\s*\{\s*[:#.][^{}]*\}")
+# An attribute list: `{ #anchor }`, `{: .class }`, `{ width="500" }` (Python-Markdown, kramdown, Hugo).
+_ATTR_LIST = re.compile(r"\s*\{\s*(?:[:#.][^{}]*|[\w-]+=[^{}]*)\}")
 _HTML_DROP = re.compile(r"<(script|style|svg|iframe)\b.*?</\1\s*>|<img\b[^>]*>|<!--.*?-->", re.S | re.I)
 _HTML_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s+[^<>]*?)?\s*/?>")
 _BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
@@ -118,17 +125,36 @@ _FENCE_ATTRIBUTES = re.compile(r"^\{\s*\.(?P<language>[\w+#-]+)")
 _ICON = re.compile(r"(?<!\S):(?:material|octicons|fontawesome|simple)-[\w-]+:(?!\S)")
 
 
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+_HTML_CODE = re.compile(r"<code\b[^>]*>(.*?)</code\s*>", re.S | re.I)
+
+
+def _as_code_span(inner: str) -> str:
+    """An HTML `<code>` element's content as a markdown code span: its tags gone, its entities read."""
+    shown = " ".join(templates.rendered_characters(_HTML_TAG.sub("", inner)).split())
+    if not shown:
+        return ""
+    ticks = "`" * (max((len(run) for run in re.findall(r"`+", shown)), default=0) + 1)
+    return f"{ticks} {shown} {ticks}" if ticks != "`" else f"`{shown}`"
+
+
 def normalise_inline(text: str) -> tuple[str, tuple[str, ...]]:
     """(text as a reader reads it, link targets): links become their text, macros their name, markup goes; code
     spans are kept as they are (`Query(max_length=50)` is the answer, not markup)."""
     links: list[str] = []
     spans: list[str] = []
 
-    def keep_code(match: re.Match[str]) -> str:
-        spans.append(match.group(0))
+    def keep_code(match: re.Match[str] | str) -> str:
+        spans.append(match if isinstance(match, str) else match.group(0))
         return f"\x00{len(spans) - 1}\x00"
 
     out = _CODE_SPAN.sub(keep_code, myst.roles_as_text(text))
+    if "<code" in out:  # inline HTML code (`<code>Array&lt;T&gt;</code>`): a code span of what it shows
+        out = _HTML_CODE.sub(lambda m: keep_code(_as_code_span(m.group(1))), out)
+    if "\\" in out:  # a backslash escape is the character itself, never markup (`\\*not\\*` is no emphasis)
+        out = _ESCAPED.sub(lambda m: keep_code(m.group(1)), out)
+    out = templates.strip_templates(templates.template_links(out))
+    out = templates.autolinks(out, links)
     out = _HTML_DROP.sub("", out)
     out = _IMAGE.sub("", out)
 
@@ -146,6 +172,7 @@ def normalise_inline(text: str) -> tuple[str, tuple[str, ...]]:
     out = _BOLD.sub(lambda m: m.group(2), out)
     out = _EMPHASIS.sub(lambda m: m.group(1) or m.group(2), out)
     out = _ICON.sub("", out)
+    out = templates.rendered_characters(out)
     out = re.sub(r"\x00(\d+)\x00", lambda m: spans[int(m.group(1))], out)
     return " ".join(out.split()), tuple(links)
 
@@ -285,7 +312,8 @@ class _Parser:
                 code = CODE_ANNOTATION.sub("", _CODE_ANNOTATION_LINE.sub("", code))
                 title = re.search(r"title=[\"']([^\"']+)[\"']", info)
                 label = f' title="{title.group(1)}"' if title else ""  # the file it shows, in the fence's info
-                self.add("code", f"```{language}{label}\n{code}\n```", variant)
+                written = code_fence(code)
+                self.add("code", f"{written}{language}{label}\n{code}\n{written}", variant)
                 continue
             heading = _ATX.match(line)
             if heading:
@@ -302,6 +330,10 @@ class _Parser:
                 paragraph.clear()
                 self.path = [(lvl, t) for lvl, t in self.path if lvl < level] + [(level, text)]
                 self.add("heading", text, variant, level=level)
+                i += 1
+                continue
+            if not paragraph and (_THEMATIC_BREAK.match(line) or _COLON_CLOSE.match(line)):
+                flush()  # a rule between sections, or a container's close whose opening a list item held: no text
                 i += 1
                 continue
             opened = self._container(lines, i, variant)
@@ -366,7 +398,8 @@ class _Parser:
             elif kind in LANGUAGE_LABELS:
                 self.parse(lines[i + 1 : end], _join_variant(variant, LANGUAGE_LABELS[kind]))
             else:
-                self.labelled(_label(kind, colon.group("title")), lines[i + 1 : end], variant)
+                title = colon.group("bracketed") or colon.group("title")
+                self.labelled(_label(kind, title), lines[i + 1 : end], variant)
             return end + 1
         tab_item = _TABITEM_OPEN.match(line)
         if tab_item:
@@ -418,7 +451,12 @@ class _Parser:
                 marker = item.group(2)
                 current.append(f"{'-' if marker in '-*+' else marker} {line.strip()[len(marker) :].strip()}")
             elif _indent(line) > base and not _FENCE.match(line):
-                current.append(line.strip())
+                container = _COLON_OPEN.match(line)  # an admonition inside the item: its label leads its text
+                if container:
+                    title = container.group("bracketed") or container.group("title")
+                    current.append(f"{_label(container.group('kind').strip('{}'), title)}:")
+                elif not _COLON_CLOSE.match(line):
+                    current.append(line.strip())
             else:
                 break
             i += 1
@@ -430,6 +468,13 @@ class _Parser:
     def _table_row(row: str) -> list[str]:
         cells = row.strip().strip("|").split("|")
         return [normalise_inline(cell)[0] for cell in cells]
+
+
+def code_fence(code: str) -> str:
+    """The fence a code block is written back with: three backticks, or one more than the longest run of backticks
+    opening a line of the code (a block showing markdown with fences inside stays one block)."""
+    runs = [len(m.group(1)) for m in re.finditer(r"^[ \t]*(`{3,})", code, re.M)]
+    return "`" * max(FENCE_MIN, max(runs, default=0) + 1 if runs else FENCE_MIN)
 
 
 def _label(kind: str | None, title: str | None) -> str:

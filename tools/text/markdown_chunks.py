@@ -1,5 +1,6 @@
 """Chunks of a structured page: a section's blocks packed under its heading path, never splitting a code block, a
-list or a table, nor parting one from the sentence that introduces it.
+list or a table, nor parting one from the sentence that introduces it; a paragraph over the budget is cut at its
+sentence ends (text/sentences.py `split_to_budget`), the last piece introducing what follows.
 
 A documentation page answers "how do I ..." with a call, a command or a short code block introduced by one sentence
 ("add `Query` inside of `Annotated`, and set the parameter `max_length` to `50`:" and the code): that pair is the
@@ -11,10 +12,10 @@ variant inside it (a tip's two platform tabs) is labelled in the text.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from reground.tools.text.markdown import STRUCTURED_KINDS, Block, parse_markdown
-from reground.tools.text.sentences import CONTINUED_LABEL
+from reground.tools.text.sentences import CONTINUED_LABEL, split_to_budget
 from reground.tools.tuning.stores import INGEST
 
 SECTION_SEPARATOR = " > "
@@ -94,7 +95,12 @@ def structured_pieces(
     cap = max_tokens * INGEST.max_unit_chunks
     sized: list[Block] = []
     for block in blocks:
-        sized.extend(_split_code(block, cap, count) if block.kind == "code" and count(block.text) > cap else [block])
+        if block.kind == "code" and count(block.text) > cap:
+            sized.extend(_split_code(block, cap, count))
+        elif block.kind == "paragraph" and len(block.text) > max_tokens and count(block.text) > max_tokens:
+            sized.extend(replace(block, text=piece) for piece in split_to_budget(block.text, max_tokens, count))
+        else:
+            sized.append(block)
     pieces: list[tuple[tuple[str, ...], str, list[_Group]]] = []
     for group in _groups(sized):
         if pieces:

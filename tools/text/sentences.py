@@ -8,7 +8,7 @@ with passage sentences uses this one.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from reground.tools.tuning.turn import EVIDENCE
 
@@ -165,3 +165,37 @@ def line_kinds(text: str) -> Iterator[tuple[str, str]]:
             yield line, "fence"
         else:
             yield line, "code" if opened else "text"
+
+
+# Where chunking cuts a paragraph over its budget: after a sentence's punctuation, before a capital, a digit, a quote
+# or a parenthesis (so "e.g. the" stays whole).
+BUDGET_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+
+
+def split_to_budget(paragraph: str, max_tokens: int, count: Callable[[str], int]) -> list[str]:
+    """A paragraph over its budget cut at sentence ends into pieces of at most `max_tokens` (as `count` counts),
+    a run-on sentence at words. Each step counts one piece, never the whole paragraph: time is linear in its
+    length."""
+    pieces: list[str] = []
+    current = ""
+    for sentence in BUDGET_SENTENCE.split(paragraph):
+        candidate = f"{current} {sentence}".strip()
+        if count(candidate) <= max_tokens:
+            current = candidate
+            continue
+        if current:
+            pieces.append(current)
+        if count(sentence) <= max_tokens:
+            current = sentence
+            continue
+        words, current = sentence.split(), ""
+        for word in words:
+            candidate = f"{current} {word}".strip()
+            if count(candidate) > max_tokens and current:
+                pieces.append(current)
+                current = word
+            else:
+                current = candidate
+    if current:
+        pieces.append(current)
+    return pieces

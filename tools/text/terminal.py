@@ -6,7 +6,8 @@ text into a hyperlink to wherever the document's author wants. Documents are str
 (`tools.stores.ingest` counts what it removed per document) and the CLI strips whatever it prints (`reground.cli`), so a
 collection written before this existed cannot reach the terminal either. Newlines and tabs are kept; a carriage
 return becomes a newline (CR LF one newline), and a control that moves the cursor back over text (backspace, a
-cursor movement) becomes a space: "20 EUR" overwritten by "200 EUR" must not read "20 EUR200 EUR" (issue 39).
+cursor movement) ends a paragraph: "20 EUR" overwritten by "200 EUR" reads as two statements, never as
+"20 EUR200 EUR" or "20 EUR 200 EUR" (which pairs two figures in one sentence).
 """
 
 from __future__ import annotations
@@ -26,13 +27,16 @@ _SEQUENCE = re.compile(
     r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
 )
 _NEWLINES = re.compile(r"\r\n?")
+# Where text was overwritten: a paragraph break, so the text before and the text after are read as two statements
+# ("20 EUR", then "200 EUR"), never one ("20 EUR 200 EUR" would pair the two figures in one sentence).
+OVERWRITE_BREAK = "\n\n"
 # What moves the cursor over text already written: backspace, DEL, and CSI cursor movements.
 _OVERWRITES = re.compile(r"[\x08\x7f]|(?:\x1b\[|\x9b)[0-?]*[ -/]*[A-HSTfd`]")
 
 
 def strip_terminal_controls(text: str) -> tuple[str, int]:
     """(`text` without control characters and escape sequences, how many were removed); keeps \\n and \\t, and
-    a run of controls that overwrites text leaves one space, so the words on either side never merge."""
+    a run of controls that overwrites text leaves a paragraph break, so the text on either side never merges."""
     text = _NEWLINES.sub("\n", text)
     removed = 0
 
@@ -42,8 +46,8 @@ def strip_terminal_controls(text: str) -> tuple[str, int]:
         return "\0" if _OVERWRITES.fullmatch(match.group(0)) else ""
 
     cleaned = _SEQUENCE.sub(drop, text)
-    if "\0" in cleaned:  # a space only where the overwrite sat between two words
-        cleaned = re.sub(r"(?<=\S)\0+(?=\S)", " ", cleaned).replace("\0", "")
+    if "\0" in cleaned:  # a paragraph break where the overwrite sat between two pieces of text
+        cleaned = re.sub(r"(?<=\S)[ \t]*\0+[ \t]*(?=\S)", OVERWRITE_BREAK, cleaned).replace("\0", "")
     return cleaned, removed
 
 
