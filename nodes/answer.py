@@ -29,6 +29,7 @@ from reground.tools.signals.evidence import (
     Evidence,
     extractive_answer,
     figure_first,
+    hedge_units,
     join_reply,
     previous_reply,
     relevance_parts,
@@ -190,6 +191,8 @@ def extracted(
     # ranker ranked keep its order (a figure there is a code value).
     if not evidence or evidence[0].unit_score is None:
         evidence = figure_first(question_of(state), evidence, passages)
+    if hedge:
+        evidence = hedge_units(question_of(state), evidence, passages)
     # A page that answers once per language or platform: the reply comes from one, and names the others' calls.
     evidence, others = one_variant(evidence, passages)
     text, helpful = extracted_sentences(evidence, context.evidence, context.answer_length, state.get("history", []))

@@ -437,3 +437,25 @@ def test_the_first_figure_a_page_states_of_what_is_asked_leads_the_reply() -> No
     assert figure_first("How do I book leave?", ranked, pages) == ranked, "no figure asked: the ranking stands"
     far = [ranked[0], Evidence(entitlement, 2, 1.0, 0.3, 0.3, order=1)]
     assert figure_first("How many days of annual leave do I get?", far, pages)[0].text == carry, "too far below"
+
+
+def test_a_hedge_quotes_no_code_from_a_page_about_something_else() -> None:
+    from reground.tools.signals.evidence import hedge_units
+
+    code = "Configure the saver:\n```python\nsaver = PostgresSaver(conn)\n```"
+    on_topic = Passage(
+        chunk_id="c1", doc_id="a", title="What a checkpointer is", section="", url="", position=0, text=code, metadata={}
+    )
+    other = Passage(
+        chunk_id="c2",
+        doc_id="b",
+        title="Integrations",
+        section="Vector stores",
+        url="",
+        position=0,
+        text=code,
+        metadata={},
+    )
+    units = [Evidence(code, 2, 1.0, 0.5, 0.5), Evidence(code, 1, 0.9, 0.5, 0.5)]
+    kept = hedge_units("What is a checkpointer exactly?", units, [on_topic, other])
+    assert [e.text for e in kept] == ["Configure the saver:", code], "the other page's sentence only; its code goes"

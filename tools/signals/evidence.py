@@ -23,7 +23,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -395,6 +395,21 @@ def figure_first(question: str, evidence: Sequence[Evidence], passages: Sequence
     same = [e for e in stating if passages[e.passage - 1]["doc_id"] == document]
     lead = min(same, key=lambda e: (passages[e.passage - 1].get("position", 0), e.order))
     return [lead, *(e for e in stating if e is not lead), *(e for e in evidence if e not in stating)]
+
+
+def hedge_units(question: str, evidence: Sequence[Evidence], passages: Sequence[Passage]) -> list[Evidence]:
+    """The evidence a hedge may quote: a hedge says only that the documents come close, so it never quotes code from a
+    page about something else. A unit of a passage whose title and heading path share none of the question's content
+    words keeps its sentence without its code block or table (a unit that is only code is left out)."""
+    shares = word_overlap(question, [f"{p.get('title', '')} {p.get('section', '')}" for p in passages])
+    kept = []
+    for unit in evidence:
+        prose, structured = split_unit(unit.text)
+        if shares[unit.passage - 1] > 0 or not structured:
+            kept.append(unit)
+        elif prose:
+            kept.append(replace(unit, text=prose))
+    return kept
 
 
 _MARKDOWN_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
