@@ -94,7 +94,8 @@ Check = Callable[[Any, ScopePolicy], Any]  # returns the (possibly rewritten) bo
 
 def _stamped(body: dict[str, Any], context: Mapping[str, Any]) -> dict[str, Any]:
     """The run with its metadata's scope keys set to the scope it runs in (the metadata the checkpoints keep)."""
-    metadata = body.get("metadata") if isinstance(body.get("metadata"), Mapping) else {}
+    given = body.get("metadata")
+    metadata: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     filter_ = context.get("metadata_filter")  # as given: a malformed one fails the run with its own message
     scope = {"collection": str(context.get("collection") or ""), "metadata_filter": {} if filter_ is None else filter_}
     return {**body, "metadata": {**metadata, **scope}}
@@ -172,6 +173,11 @@ def route_check(method: str, path: str) -> tuple[bool, Check | None]:
     return False, None
 
 
+def scope_key(context: Mapping[str, Any]) -> str:
+    """One string per scope (collection and filter): a thread's many runs in one scope are checked once."""
+    return json.dumps([context.get("collection"), context.get("metadata_filter")], sort_keys=True, default=str)
+
+
 def bad_id(path: str) -> str | None:
     """The first thread or run id in the path that is not a UUID (a route word such as 'search' is no id)."""
     parts = path.strip("/").split("/")
@@ -222,7 +228,8 @@ class ScopeGuard:
         self.app = app
         self.policy = policy
         self.runs: RunContexts = runs or _no_runs
-        self._scopes: dict[str, list[dict[str, Any]]] = {}  # thread id -> its runs' contexts, kept as runs pass
+        # thread id -> the distinct scopes its runs ran in (scope_key -> context), kept up to date as runs pass
+        self._scopes: dict[str, dict[str, dict[str, Any]]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket" and self.policy is not None:
@@ -256,8 +263,8 @@ class ScopeGuard:
             await refuse(send, str(exc), status=HTTPStatus.BAD_REQUEST)
             return
         if method == "POST" and _RUN_ROUTE.match(path) and isinstance(body, dict):
-            config = body.get("config") if isinstance(body.get("config"), Mapping) else {}
-            given = body.get("context") or config.get("configurable") or {}
+            config = body.get("config")
+            given = body.get("context") or (config.get("configurable") if isinstance(config, Mapping) else None) or {}
             raw = json.dumps(_stamped(body, given if isinstance(given, Mapping) else {})).encode()
         await self.app(_with_length(scope, len(raw)), _replay(raw, receive), send)
 
@@ -304,7 +311,8 @@ class ScopeGuard:
         if checked is not body:
             raw = json.dumps(checked).encode()
         if thread_id is not None and method == "POST" and path.endswith("/runs/stream"):
-            self._scopes.setdefault(thread_id, []).append(dict(checked["context"]))
+            context = dict(checked["context"])
+            self._scopes.setdefault(thread_id, {})[scope_key(context)] = context
         if method == "DELETE" and thread_id is not None:
             self._scopes.pop(thread_id, None)
         scope = _with_length(scope, len(raw))
@@ -327,13 +335,13 @@ class ScopeGuard:
     async def readable(self, policy: ScopePolicy, thread_id: str) -> bool:
         """Whether the policy allows every run the thread holds (a thread the server does not have: yes, and the
         server answers its 404)."""
-        contexts = self._scopes.get(thread_id)
-        if contexts is None:
+        scopes = self._scopes.get(thread_id)
+        if scopes is None:
             found = await self.runs(thread_id)
             if found is None:
                 return True
-            contexts = self._scopes[thread_id] = found
-        return all(policy.allows(context) for context in contexts)
+            scopes = self._scopes[thread_id] = {scope_key(context): context for context in found}
+        return all(policy.allows(context) for context in scopes.values())
 
     def _only_readable(self, policy: ScopePolicy, send: Send, thread_of: Callable[[Any], str | None]) -> Send:
         """A `send` that passes a search's answer (a list, or {"items": [...]}) on without the entries whose thread

@@ -537,6 +537,106 @@ def test_the_page_cannot_widen_its_scope(tab: Page, ui: UI) -> None:
     assert history[0]["metadata"]["escalation"] == ESCALATION, "the policy's fixed context reached the run"
 
 
+ATTACK_PAGE = """<!doctype html><meta charset="utf-8"><title>a page on another origin</title><script>
+const api = %(api)s, thread = %(thread)s;
+const text = {"content-type": "text/plain"};
+const tries = [
+  ["search", "/threads/search", {method: "POST", headers: text, body: JSON.stringify({limit: 100})}],
+  ["search-json", "/threads/search", {method: "POST", headers: {"content-type": "application/json"}, body: "{}"}],
+  ["state", `/threads/${thread}/state`, {}],
+  ["turns", `/chat/api/threads/${thread}/turns`, {}],
+  ["config", "/chat/api/config", {}],
+  ["rename", `/threads/${thread}`, {method: "PATCH", headers: {"content-type": "application/json"},
+   body: JSON.stringify({metadata: {title: "renamed by another site"}})}],
+  ["delete", `/threads/${thread}`, {method: "DELETE"}],
+  ["plant", "/threads", {method: "POST", mode: "no-cors", headers: text,
+   body: JSON.stringify({metadata: {app: "reground-chat", title: "planted"}})}],
+  ["ask", `/threads/${thread}/runs/stream`, {method: "POST", mode: "no-cors", headers: text,
+   body: JSON.stringify({assistant_id: "reground", input: {messages: [{role: "user", content: "Who earns most?"}]},
+                         context: {collection: "demo-hr",
+                                   metadata_filter: {country: "DE", employment_type: "full-time"}}})}],
+];
+window.__results = null;
+Promise.all(tries.map(([name, path, init]) => fetch(api + path, init).then(
+  async (r) => ({name, read: r.type !== "opaque", status: r.status, body: r.type === "opaque" ? "" : await r.text()}),
+  (e) => ({name, read: false, error: String(e)})))).then((results) => { window.__results = results; });
+</script>"""
+
+
+class AttackPage:
+    """A page on another local origin (another port) whose script tries to read and drive the chat page's API."""
+
+    def __init__(self, api: str, thread_id: str) -> None:
+        page = (ATTACK_PAGE % {"api": json.dumps(api), "thread": json.dumps(thread_id)}).encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "text/html; charset=utf-8")
+                self.end_headers()
+                self.wfile.write(page)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def test_a_page_on_another_origin_reads_nothing_and_changes_nothing(browser: Any, ui: UI) -> None:
+    created = httpx.post(f"{ui.url}/threads", json={"metadata": {"app": "reground-chat", "title": "salary talk"}})
+    thread_id = created.json()["thread_id"]
+    attacker = AttackPage(ui.url, thread_id)
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(attacker.url)
+        page.wait_for_function("window.__results !== null", timeout=60_000)
+        results = page.evaluate("window.__results")
+    finally:
+        context.close()
+        attacker.server.shutdown()
+    assert len(results) == 9
+    leaked = [r for r in results if r.get("read") or "salary talk" in r.get("body", "")]
+    assert leaked == [], leaked
+    thread = httpx.get(f"{ui.url}/threads/{thread_id}", timeout=30.0).json()
+    assert thread["metadata"]["title"] == "salary talk", "renamed or deleted by another origin"
+    assert httpx.get(f"{ui.url}/threads/{thread_id}/runs", timeout=30.0).json() == [], "no turn was asked"
+    titles = [t["metadata"].get("title") for t in httpx.post(f"{ui.url}/threads/search", json={"limit": 200}).json()]
+    assert "planted" not in titles
+
+
+def test_a_footnote_mark_in_a_document_is_text_and_a_userinfo_url_shows_its_real_host(tab: Page) -> None:
+    """The page's renderer on a reply that copies a document's own "[2]" and a source whose URL hides its host."""
+    page = tab.page
+    reply = {
+        "answer": "Leave requests go through the portal [2] within 5 days. Ask HR for details [1].",
+        "kind": "answer",
+        "passed": True,
+        "citations": [
+            {"number": 1, "doc_id": "leave", "title": "Leave", "url": "https://hr.northwind.example@northwind-hr.example/x",
+             "chunk_id": "c1", "quote": "Leave requests go through the portal [2] within 5 days."},
+            {"number": 2, "doc_id": "other", "title": "Other page", "url": "", "chunk_id": "c2", "quote": "y"},
+        ],
+        "passages": [{"chunk_id": "c1", "doc_id": "leave", "text": "Leave requests go through the portal [2] within "
+                      "5 days. Footnote [2]: the portal is at /leave."},
+                     {"chunk_id": "c2", "doc_id": "other", "text": "y"}],
+    }  # fmt: skip
+    page.evaluate(
+        "reply => { const node = document.createElement('article'); node.id = 'probe2';"
+        " document.getElementById('conversation').append(node);"
+        " renderReply(node, reply, {collection: 'demo-hr', metadata_filter: {}}, null, null); }",
+        reply,
+    )
+    assert page.locator("#probe2 .reply-body .cite").all_inner_texts() == ["[1]"], "the document's [2] is text"
+    assert "the portal [2] within" in page.locator("#probe2 .reply-body").inner_text()
+    page.locator("#probe2 .cite").click()
+    source = page.locator("#passage-source")
+    assert source.locator("a").count() == 0, "a URL hiding its host behind a user part is not linked"
+    assert "its host is northwind-hr.example" in source.inner_text()
+
+
 def test_errors_are_one_line_a_person_understands(tab: Page, ui: UI) -> None:
     """Runs last: it stops the LLM server (`reground ui` then has nothing of its own left to stop)."""
     page = tab.page

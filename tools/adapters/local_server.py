@@ -27,7 +27,7 @@ import time
 from dataclasses import asdict, dataclass
 from http import HTTPStatus
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import httpx
 from reground.tools.adapters.paths import cache_dir, data_dir, state_dir
@@ -509,8 +509,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="llama.cpp's OpenAI-compatible server, for this machine only")
     add_args_from_model(parser, Settings)
     args = parser.parse_args(argv)
-    server = parse_model_from_args(ServerSettings, args)
-    app = create_app(server_settings=server, model_settings=[parse_model_from_args(ModelSettings, args)])
+    # parse_model_from_args takes the settings class and returns an instance (its hint says the class: cast).
+    server = cast(ServerSettings, parse_model_from_args(ServerSettings, args))
+    model = cast(ModelSettings, parse_model_from_args(ModelSettings, args))
+    app = create_app(server_settings=server, model_settings=[model])
     app.user_middleware = [m for m in app.user_middleware if m.cls is not CORSMiddleware]
     uvicorn.run(loopback_only(app, server.port), host=server.host, port=server.port)
 
