@@ -130,3 +130,22 @@ def test_scope_values_come_from_the_documents_without_the_match_any_marker() -> 
     }
     with pytest.raises(ScopeViolation):
         policy.enforce({"collection": "demo-hr", "metadata_filter": {}})
+
+
+def test_each_collection_offers_its_own_scope_fields_read_from_its_documents() -> None:
+    from reground.web.policy import data_policy
+
+    collections = {
+        "hr": [{"country": "DE", "region": "EU"}, {"country": "all", "region": "all"},
+               {"country": "US", "region": "NA"}, {"country": "UK", "region": "EU"}],
+        "manuals": [{"product": "cli", "topic": "install"}, {"product": "cli,api", "topic": "auth"},
+                    {"product": "api", "topic": "install"}],
+    }  # fmt: skip
+    policy = data_policy(collections, None)
+    assert {name: dict(scope.fields) for name, scope in policy.collections.items()} == {
+        "hr": {"country": ("DE", "UK", "US")},  # the region follows from the country
+        "manuals": {"product": ("api", "cli")},  # no HR field names where the documents have none
+    }
+    assert policy.allows({"collection": "manuals", "metadata_filter": {"product": "cli"}, "escalation": "x"})
+    assert not policy.allows({"collection": "manuals", "metadata_filter": {"product": "cli", "country": "DE"}})
+    assert not policy.allows({"collection": "hr", "metadata_filter": {}})
