@@ -115,9 +115,7 @@ def test_each_inline_reground_command_names_real_commands_and_flags(command: str
 
 def test_the_commands_are_found() -> None:
     """The extraction sees the README's commands (an empty list would pass every test above)."""
-    assert 'ask "How much annual leave do I get per year?" --collection my-docs --set triage.reading_ratio=0.7' in (
-        _bash_commands(README_TEXT)
-    )
+    assert any(c.startswith("ask ") and "--set triage.reading_ratio=0.7" in c for c in _bash_commands(README_TEXT))
     assert "engine stop --store pgserver:<dir>" in _inline_commands(README_TEXT)
     with pytest.raises(AssertionError, match="has no option --no-such-flag"):
         _walk(_words("ask q --no-such-flag"))
