@@ -50,7 +50,10 @@ class ServerStartError(RegroundError, RuntimeError):
 def langgraph_config(origins: Sequence[str] = ()) -> dict[str, object]:
     """The langgraph.json `reground ui` serves: reground's graphs plus the chat page. CORS names the allowed other
     origins only (none by default): langgraph-api's default is `*` (any site's page may read the answers)."""
-    http = {"app": CUSTOM_APP, "cors": {"allow_origins": list(origins)}}
+    cors: dict[str, object] = {"allow_origins": list(origins)}
+    if origins:  # the listed origins may send what the page sends (JSON writes, any method it uses)
+        cors.update(allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"], allow_headers=["*"])
+    http = {"app": CUSTOM_APP, "cors": cors}
     return {"dependencies": ["."], "graphs": dict(GRAPHS), "http": http, "python_version": "3.11"}
 
 

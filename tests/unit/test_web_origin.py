@@ -173,10 +173,11 @@ def test_metadata_cannot_hide_or_relabel_a_conversation(method: str, path: str, 
 
 def test_a_runs_metadata_is_stamped_with_the_scope_it_runs_in_with_or_without_a_policy() -> None:
     forged = {"collection": "other", "metadata_filter": {"country": "XX"}, "note": "kept"}
-    run = {"assistant_id": "reground", "context": {"collection": "hr", "metadata_filter": {"country": "DE"}}}
+    context: dict[str, Any] = {"collection": "hr", "metadata_filter": {"country": "DE"}}
+    run = {"assistant_id": "reground", "context": context}
     client, reached = _app()
     assert client.post(f"/threads/{DE}/runs/stream", json={**run, "metadata": forged}).status_code == 200
-    assert reached[-1]["body"]["metadata"] == {**forged, **run["context"]}
+    assert reached[-1]["body"]["metadata"] == {**forged, **context}
     malformed = {**run, "context": {"collection": "hr", "metadata_filter": ["DE"]}}
     assert client.post(f"/threads/{DE}/runs/stream", json=malformed).status_code == 200, "the graph says what is wrong"
     assert reached[-1]["body"]["metadata"]["metadata_filter"] == ["DE"]
@@ -210,3 +211,11 @@ def test_a_collections_scope_fields_are_read_from_its_metadata() -> None:
     ]
     # the region follows from the country; a topic is never 'all' nor a list
     assert scope_fields(rows) == ["country", "team"]
+
+
+def test_reground_ui_writes_cors_naming_only_the_allowed_origins() -> None:
+    from reground.web.server import langgraph_config
+
+    assert langgraph_config()["http"]["cors"] == {"allow_origins": []}  # type: ignore[index]
+    studio = langgraph_config(["https://smith.langchain.com"])["http"]["cors"]  # type: ignore[index]
+    assert studio["allow_origins"] == ["https://smith.langchain.com"] and "*" not in studio["allow_origins"]
