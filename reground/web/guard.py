@@ -253,7 +253,7 @@ class ScopeGuard:
         if method in READ_METHODS:
             await self.app(scope, receive, send)
             return
-        raw = await _read_body(receive)
+        raw = await _read_body(receive, limit=None)  # documents sent to the ingest graph may be large
         if raw is None:
             await refuse(send, "request body too large", status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
             return
@@ -408,7 +408,8 @@ def _path(scope: Scope) -> str:
     return path.rstrip("/") or "/"
 
 
-async def _read_body(receive: Receive) -> bytes | None:
+async def _read_body(receive: Receive, limit: int | None = MAX_BODY_BYTES) -> bytes | None:
+    """The request's body; None when it passes `limit` bytes."""
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -417,7 +418,7 @@ async def _read_body(receive: Receive) -> bytes | None:
             break
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > MAX_BODY_BYTES:
+        if limit is not None and size > limit:
             return None
         chunks.append(chunk)
         if not message.get("more_body", False):

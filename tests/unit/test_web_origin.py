@@ -219,3 +219,11 @@ def test_reground_ui_writes_cors_naming_only_the_allowed_origins() -> None:
     assert langgraph_config()["http"]["cors"] == {"allow_origins": []}  # type: ignore[index]
     studio = langgraph_config(["https://smith.langchain.com"])["http"]["cors"]  # type: ignore[index]
     assert studio["allow_origins"] == ["https://smith.langchain.com"] and "*" not in studio["allow_origins"]
+
+
+def test_without_a_policy_a_large_body_passes_under_a_policy_it_is_refused() -> None:
+    documents = {"input": {"documents": [{"doc_id": "big", "text": "x" * (2 << 20)}]}, "assistant_id": "ingest"}
+    client, reached = _app()
+    assert client.post("/runs/wait", json=documents).status_code == 200, "the ingest graph may be sent documents"
+    assert reached[-1]["body"]["input"]["documents"][0]["text"] == documents["input"]["documents"][0]["text"]
+    assert _app(NARROW)[0].post(f"/threads/{DE}/runs/stream", json=documents).status_code == 413
