@@ -96,3 +96,8 @@ def test_the_counter_sees_generator_markup_outside_code_only() -> None:
     assert generator_markup_in("```md\n{% raw %}\n```") == []
     chunks = chunk_document(Document("p.md", "P", '# P\n\nRead [it]({{< ref "a" >}}) &amp; go.\n', source="p.md"))
     assert [generator_markup_in(c["text"]) for c in chunks] == [[]]
+
+
+def test_a_component_tag_spread_over_lines_is_no_text() -> None:
+    page = 'Intro line.\n\n<Code\n\tslot="preview"\n\tcode={`## Hi\n\nFrom {space}!`}\n\tlang="md"\n/>\n\nAfter it.\n'
+    assert [b.text for b in parse_markdown(page)] == ["Intro line.", "After it."]

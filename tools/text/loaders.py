@@ -200,7 +200,7 @@ def _html_text(markup: str, fallback_title: str = "") -> tuple[str, str, int]:
     title, text = html_markdown(visible)
     # A site's template (a theme's page, an include) holds tags its generator expands: they are no text; code
     # blocks keep theirs (a page showing template syntax).
-    text = "\n".join(strip_templates(line) if kind == "text" else line for line, kind in line_kinds(text)).strip()
+    text = "\n".join(line if kind == "code" else strip_templates(line) for line, kind in line_kinds(text)).strip()
     return title or fallback_title, text, hidden
 
 

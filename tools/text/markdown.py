@@ -332,6 +332,11 @@ class _Parser:
                 self.add("heading", text, variant, level=level)
                 i += 1
                 continue
+            if not paragraph and _JSX_OPEN.match(line):
+                end = _jsx_tag_end(lines, i)
+                if end > i:  # a component's tag spread over lines: its props (code={`...`}) are no text
+                    i = end + 1
+                    continue
             if not paragraph and (_THEMATIC_BREAK.match(line) or _COLON_CLOSE.match(line)):
                 flush()  # a rule between sections, or a container's close whose opening a list item held: no text
                 i += 1
@@ -468,6 +473,28 @@ class _Parser:
     def _table_row(row: str) -> list[str]:
         cells = row.strip().strip("|").split("|")
         return [normalise_inline(cell)[0] for cell in cells]
+
+
+_JSX_OPEN = re.compile(r"^\s*<[A-Z][\w.]*(?:\s|$)")
+
+
+def _jsx_tag_end(lines: list[str], start: int) -> int:
+    """The line on which an MDX component's opening tag (begun on `start`) ends: its `>` outside braces and
+    template strings; `start` when it ends there or nowhere."""
+    depth, quote = 0, ""
+    for number in range(start, len(lines)):
+        for char in lines[number]:
+            if quote:
+                quote = "" if char == quote else quote
+            elif char in "`\"'" and depth:
+                quote = char
+            elif char == "{":
+                depth += 1
+            elif char == "}":
+                depth = max(0, depth - 1)
+            elif char == ">" and not depth:
+                return number
+    return start
 
 
 def code_fence(code: str) -> str:
