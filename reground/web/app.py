@@ -13,7 +13,6 @@ answers only the page's own origin and host (reground/web/origin.py).
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from pathlib import Path
@@ -29,7 +28,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from reground.tools.tuning.web import CHAT_PAGE
-from reground.web.guard import GRAPH_ID, ScopeGuard
+from reground.web.guard import GRAPH_ID, ScopeGuard, is_uuid
 from reground.web.origin import SameOrigin
 from reground.web.policy import ScopePolicy, policy_from_env
 from reground.web.turns import FEEDBACK_NAMESPACE, MAX_NOTE_CHARS, RATINGS, feedback_record, thread_turns
@@ -102,14 +101,6 @@ def open_choices(data_dir: str | None = None) -> ScopePolicy:
     return policy_from_data(data_dir, fields or None)
 
 
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True
-
-
 def _error(status: int, detail: str) -> JSONResponse:
     return JSONResponse({"detail": " ".join(detail.split())}, status_code=status)
 
@@ -170,7 +161,7 @@ def create_app(
             return _error(HTTPStatus.BAD_REQUEST, f"rating must be one of {', '.join(RATINGS)}")
         if not isinstance(note, str) or len(note) > MAX_NOTE_CHARS:
             return _error(HTTPStatus.BAD_REQUEST, f"the note must be text of at most {MAX_NOTE_CHARS} characters")
-        found = {t["message_id"]: t for t in (await answered(thread_id) or [])} if _is_uuid(thread_id) else {}
+        found = {t["message_id"]: t for t in (await answered(thread_id) or [])} if is_uuid(thread_id) else {}
         if message_id not in found:
             return _error(HTTPStatus.NOT_FOUND, f"no answered turn {message_id!r} in thread {thread_id!r}")
         record = feedback_record(thread_id, found[message_id], rating, note)

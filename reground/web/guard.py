@@ -178,15 +178,20 @@ def scope_key(context: Mapping[str, Any]) -> str:
     return json.dumps([context.get("collection"), context.get("metadata_filter")], sort_keys=True, default=str)
 
 
+def is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
 def bad_id(path: str) -> str | None:
     """The first thread or run id in the path that is not a UUID (a route word such as 'search' is no id)."""
     parts = path.strip("/").split("/")
     for before, part in itertools.pairwise(parts):
-        if before in ID_AFTER and part not in ROUTE_WORDS:
-            try:
-                uuid.UUID(part)
-            except ValueError:
-                return part
+        if before in ID_AFTER and part not in ROUTE_WORDS and not is_uuid(part):
+            return part
     return None
 
 
@@ -300,7 +305,7 @@ class ScopeGuard:
             return
         if path == "/chat/api/feedback" and isinstance(body, dict):
             rated = str(body.get("thread_id") or "")
-            if bad_id(f"/threads/{rated}") is not None or not await self.readable(policy, rated):
+            if not is_uuid(rated) or not await self.readable(policy, rated):
                 await refuse(send, f"no conversation {rated!r} open to this page", status=HTTPStatus.NOT_FOUND)
                 return
         try:
@@ -328,7 +333,7 @@ class ScopeGuard:
         namespace = query.get("namespace", [""])[0].split(".")
         return (
             _rated_thread({"namespace": namespace}) is not None
-            and bad_id(f"/threads/{namespace[-1]}") is None
+            and is_uuid(namespace[-1])
             and await self.readable(policy, namespace[-1])
         )
 
@@ -349,11 +354,7 @@ class ScopeGuard:
 
         async def listed(entry: Any) -> bool:
             thread_id = thread_of(entry)
-            return (
-                thread_id is not None
-                and bad_id(f"/threads/{thread_id}") is None
-                and await self.readable(policy, thread_id)
-            )
+            return thread_id is not None and is_uuid(thread_id) and await self.readable(policy, thread_id)
 
         started: list[Message] = []
         chunks: list[bytes] = []

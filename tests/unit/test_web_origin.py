@@ -137,8 +137,9 @@ def test_a_conversation_from_a_wider_policy_is_unreadable_under_a_narrower_one()
     assert ratings == [{"namespace": ["reground-feedback", DE], "key": "a1"}], "ratings of open conversations only"
     assert client.get("/store/items", params={"namespace": f"reground-feedback.{US}", "key": "a1"}).status_code == 403
     assert client.get("/store/items", params={"namespace": f"reground-feedback.{DE}", "key": "a1"}).status_code == 200
-    rating = {"thread_id": US, "message_id": "a1", "rating": "up"}
-    assert client.post("/chat/api/feedback", json=rating).status_code == 404
+    for thread_id in (US, "", "x"):
+        rating = {"thread_id": thread_id, "message_id": "a1", "rating": "up"}
+        assert client.post("/chat/api/feedback", json=rating).status_code == 404, thread_id
     assert client.get(f"/threads/{DE}/state").status_code == 200
     assert all(US not in r["path"] for r in reached)
 
