@@ -174,12 +174,19 @@ SCORER_WORK = Path(".reground-data/scorer")  # evals/train/unit_scorer.py pairs 
 
 
 def scorer_folds(
-    units: Path, split_names: Sequence[str], models: Path, *, weak: Path | None, sources: Sequence[str] | None = None
+    units: Path,
+    split_names: Sequence[str],
+    models: Path,
+    *,
+    weak: Path | None,
+    sources: Sequence[str] | None = None,
+    write_models: bool = True,
 ) -> tuple[Path, dict[str, Path]]:
     """The unit scorer per fold (its head fitted on the weak pairs and the other collections' labelled pairs; into
-    MODELS/loco/X/) and on all (MODELS/), and the collected turns with each model's logit as the unit ranker's last
-    input: (the all-collection cache, {X: the fold's cache}) for the trainers' `--cache` and `--fold-cache`."""
+    MODELS/loco/X/) and on all (MODELS/), and the collected turns with the scorer's logit as the unit ranker's last
+    input, each turn's from the head fitted without its collection: (that cache, {} as no fold needs its own)."""
     from reground.evals.train import unit_scorer as us
+    from reground.tools.signals.units import scorer_column, scorer_reads
 
     readings: dict[str, list[Any]] = pickle.loads(units.read_bytes())
     turns = [t for reading in readings.values() for t in reading]
@@ -189,7 +196,12 @@ def scorer_folds(
         weak_pairs = [us.Pair(**row) for row in _read_jsonl(weak / "weak_pairs.jsonl")]
         weak_pairs = [p for p in weak_pairs if sources is None or p.source in sources]
     reader = us.PooledReader(us.body_with_pooled(us.READER_ONNX, units.parent / "body.onnx"))
-    every_unit = [us.Pair(t.question, text, 0.0, "", "unit", t.collection) for t in turns for text in t.texts]
+    reads = [scorer_reads(t.rows) for t in turns]  # the units the scorer reads, as at run time
+    every_unit = [
+        us.Pair(t.question, t.texts[i], 0.0, "", "unit", t.collection)
+        for t, r in zip(turns, reads, strict=True)
+        for i in r
+    ]
     unit_vectors = us.read_features(every_unit, reader, units.parent / "unit_features.npz")
     by_pair = {(p.question, p.text): unit_vectors[i] for i, p in enumerate(every_unit)}
     weak_features = (
@@ -197,9 +209,20 @@ def scorer_folds(
     )
     pairs = [*labelled, *weak_pairs]
     features = np.concatenate([np.stack([by_pair[(p.question, p.text)] for p in labelled]), weak_features])
-    offsets = np.cumsum([0, *(len(t.texts) for t in turns)])
+    offsets = np.cumsum([0, *(len(r) for r in reads)])
 
-    def with_head(weights: np.ndarray, bias: float) -> dict[str, list[Any]]:
+    heads: dict[frozenset[str], tuple[np.ndarray, float]] = {}
+
+    def head(without: frozenset[str]) -> tuple[np.ndarray, float]:
+        """The head fitted on every pair but those of the `without` collections (kept: each is fitted once)."""
+        if without not in heads:
+            heads[without] = us.fit_pairs(pairs, features, lambda p: p.collection not in without)
+        return heads[without]
+
+    def scored() -> dict[str, list[Any]]:
+        """The turns with the scorer's input, each from the head fitted without its own collection (out of fold: a
+        held-out collection's turns are read by its fold's scorer, and the unit ranker is fitted on inputs from
+        scorers that had not seen the turns either, so it does not learn to trust a scorer on its own pairs)."""
         from dataclasses import replace
 
         out: dict[str, list[Any]] = {}
@@ -207,21 +230,20 @@ def scorer_folds(
         for name, reading in readings.items():
             out[name] = []
             for turn in reading:
+                weights, bias = head(frozenset({turn.collection}))
                 logits = unit_vectors[offsets[k] : offsets[k + 1]] @ weights + bias
-                out[name].append(replace(turn, rows=np.column_stack([turn.rows, logits]).astype(np.float32)))
+                column = scorer_column(turn.rows, reads[k], logits)
+                out[name].append(replace(turn, rows=np.column_stack([turn.rows, column]).astype(np.float32)))
                 k += 1
         return out
 
-    folds: dict[str, Path] = {}
-    for held in split_names:
-        weights, bias = us.fit_pairs(pairs, features, lambda p, h=held: p.collection != h)
-        us.with_head(us.READER_ONNX, models / "loco" / held / "unit_scorer-int8.onnx", weights, bias)
-        folds[held] = units.parent / f"units-scored-{held}.pkl"
-        folds[held].write_bytes(pickle.dumps(with_head(weights, bias)))
-    weights, bias = us.fit_pairs(pairs, features, lambda p: True)
-    us.with_head(us.READER_ONNX, models / "unit_scorer-int8.onnx", weights, bias)
+    for held in split_names if write_models else ():
+        us.with_head(us.READER_ONNX, models / "loco" / held / "unit_scorer-int8.onnx", *head(frozenset({held})))
+    if write_models:
+        us.with_head(us.READER_ONNX, models / "unit_scorer-int8.onnx", *head(frozenset()))
     everything = units.parent / "units-scored.pkl"
-    everything.write_bytes(pickle.dumps(with_head(weights, bias)))
+    everything.write_bytes(pickle.dumps(scored()))
+    folds: dict[str, Path] = {}
     return everything, folds
 
 
@@ -481,7 +503,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         unit_folds: dict[str, Path] = {}
         if args.scorer:
             weak = Path(args.weak_pairs) if args.weak_pairs else None
-            units, unit_folds = scorer_folds(caches[0], list(split), models, weak=weak, sources=args.weak_sources)
+            units, unit_folds = scorer_folds(
+                caches[0], list(split), models, weak=weak, sources=args.weak_sources, write_models=not args.units_only
+            )
             caches = (units, caches[1])
         held_out = units_held_out(caches[0], unit_folds)
         out.mkdir(parents=True, exist_ok=True)
@@ -588,6 +612,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ship(args)
         return 0
     summary = run(args)
+    if args.units_only:
+        print(f"wrote {args.out}/units_held_out.json", file=sys.stderr)
+        return 0
     print(table(summary))
     print(f"wrote {args.out}/summary.json, summary.md, turns.jsonl", file=sys.stderr)
     return 0

@@ -62,12 +62,29 @@ def unit_feature_rows(question: str, evidence: Sequence[Evidence], passages: Seq
     return np.asarray(rows, dtype=np.float32)
 
 
+def scorer_reads(rows: np.ndarray) -> np.ndarray:
+    """Which units the unit scorer reads: the `READER.scorer_units` with the highest cosine plus word overlap (the
+    rows' first two inputs), so a turn's cost does not grow with its units."""
+    from reground.tools.tuning.models import READER
+
+    return np.argsort(-(rows[:, 0] + rows[:, 1]), kind="stable")[: READER.scorer_units]
+
+
+def scorer_column(rows: np.ndarray, read: np.ndarray, logits: np.ndarray) -> np.ndarray:
+    """The scorer's input for every unit: its logit for the units it read, the lowest of those for the others (a
+    unit it did not read is never raised by it)."""
+    column = np.full(len(rows), float(np.min(logits)) if len(logits) else 0.0, dtype=np.float32)
+    column[read] = logits
+    return column
+
+
 def with_scorer(rows: np.ndarray, question: str, evidence: Sequence[Evidence]) -> np.ndarray:
-    """The rows with the unit scorer's logit for each unit as a last column (signals/unit_scorer.py)."""
+    """The rows with the unit scorer's input as a last column (signals/unit_scorer.py)."""
     from reground.tools.signals.unit_scorer import shipped_unit_scorer
 
-    logits = shipped_unit_scorer().logits(question, [e.text for e in evidence]) if len(evidence) else np.zeros(0)
-    return np.column_stack([rows, np.asarray(logits, dtype=np.float32)]).astype(np.float32)
+    read = scorer_reads(rows)
+    logits = shipped_unit_scorer().logits(question, [evidence[i].text for i in read]) if len(read) else np.zeros(0)
+    return np.column_stack([rows, scorer_column(rows, read, np.asarray(logits))]).astype(np.float32)
 
 
 def structured_turn(evidence: Sequence[Evidence]) -> bool:

@@ -136,6 +136,9 @@ class Reader:
     sessions: int = 2
     # (question, sentence) logits kept in memory: a turn reads the same pairs in triage, the readings and rerank.
     cached_pairs: int = 4096
+    # Units of a turn the unit scorer (signals/unit_scorer.py, the same body) reads: those with the highest cosine
+    # plus word overlap; one pair costs about what a sentence does, and a documentation turn has ~40 units.
+    scorer_units: int = 12
 
 
 CHAT: Final = ChatCalls()
