@@ -164,7 +164,7 @@ def collect(
                 lambda d=docs, c=cases, s=spec: collect_pools(d, c, data_dir=data_dir, chat_model_spec=s),
                 reuse=reuse,
             )
-    merged = (work / "cache" / "units.pkl", work / "cache" / "pools.pkl")
+    merged = (work / "cache" / f"units-all-{key}.pkl", work / "cache" / f"pools-all-{key}.pkl")
     merged[0].write_bytes(pickle.dumps(units))
     merged[1].write_bytes(pickle.dumps(pools))
     return merged
@@ -241,7 +241,8 @@ def scorer_folds(
         us.with_head(us.READER_ONNX, models / "loco" / held / "unit_scorer-int8.onnx", *head(frozenset({held})))
     if write_models:
         us.with_head(us.READER_ONNX, models / "unit_scorer-int8.onnx", *head(frozenset()))
-    everything = units.parent / "units-scored.pkl"
+    variant = hashlib.sha1(json.dumps([str(weak), sorted(sources or [])]).encode()).hexdigest()[:8]
+    everything = units.parent / f"units-scored-{variant}.pkl"  # one per weak-pair choice: studies run side by side
     everything.write_bytes(pickle.dumps(scored()))
     folds: dict[str, Path] = {}
     return everything, folds
@@ -487,7 +488,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     unknown = sorted(set(collections) - set(split))
     if unknown:
         raise SystemExit(f"--collections names collections the sets do not hold: {unknown} (they hold {list(split)})")
-    models = work / "models"
+    models = Path(args.models) if args.models else work / "models"
     seconds: dict[str, float] = {}
     started = time.monotonic()
     if not args.skip_train:
@@ -586,6 +587,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--collections", type=lambda s: [c for c in s.split(",") if c], default=None)
     p.add_argument("--skip-train", action="store_true", help="answer with the fold models WORK/models already holds")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="a Context override (repeat)")
+    p.add_argument("--models", default=None, help="where the fold models go (default WORK/models)")
     p.add_argument("--units-only", action="store_true", help="stop after the unit ranker's held-out figures")
     shipping = sub.add_parser("ship", parents=[common], help="fit the shipped models on every collection")
     for q in (p, shipping):
