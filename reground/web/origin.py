@@ -6,8 +6,9 @@ route, reads included, is refused (403, one line saying why) when
 - the `Host` header does not name the address the request reached (the bound host and port; `localhost` for a
   loopback address) nor a name in `$REGROUND_UI_ALLOWED_HOSTS` (a proxy's public name): a DNS-rebound name is not;
 - an `Origin` header names another origin than the page's own (the `Host`) and is not in
-  `$REGROUND_UI_ALLOWED_ORIGINS`; without an `Origin`, a browser's `Sec-Fetch-Site: cross-site|same-site` request
-  is refused unless it is a top-level navigation (a link a person clicks shows them the response, not the site);
+  `$REGROUND_UI_ALLOWED_ORIGINS` nor in the served config's `http.cors.allow_origins`; without an `Origin`, a
+  browser's `Sec-Fetch-Site: cross-site|same-site` request is refused unless it is a top-level navigation (a link
+  a person clicks shows them the response, not the site);
 - a write (any method but GET, HEAD and OPTIONS) carries a body that is not `application/json` (415).
 Clients outside a browser (the SDK, curl, the tests) send no `Origin` and pass with a right `Host`. A wildcard
 `access-control-allow-origin` never leaves the server (langgraph.json's `http.cors` names the allowed origins;
@@ -31,6 +32,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 ORIGINS_ENV = "REGROUND_UI_ALLOWED_ORIGINS"  # comma-separated origins besides the page's own
+SERVED_CONFIG_ENV = "LANGGRAPH_HTTP"  # the served langgraph.json's "http" section, as `langgraph dev` passes it on
 HOSTS_ENV = "REGROUND_UI_ALLOWED_HOSTS"  # comma-separated host or host:port names the page is served under
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 JSON_TYPES = ("application/json",)
@@ -38,6 +40,19 @@ DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}  # fact: the sc
 LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain"})
 CROSS_SITE = frozenset({"cross-site", "same-site"})  # Sec-Fetch-Site values of a request another site made
 POLICY_VIOLATION = 1008  # fact: the WebSocket close code for a request the server's policy refuses (RFC 6455)
+
+
+def configured_origins(http_json: str | None = None) -> frozenset[str]:
+    """The origins the served config's CORS lets in (`http.cors.allow_origins`): one allow-list for the browser and
+    for this check, so listing an origin there (LangGraph Studio in this repository's langgraph.json) is enough.
+    A wildcard is never taken as an allow-list."""
+    raw = os.environ.get(SERVED_CONFIG_ENV, "") if http_json is None else http_json
+    try:
+        cors = (json.loads(raw) or {}).get("cors") or {} if raw.strip() else {}
+    except (ValueError, AttributeError):
+        return frozenset()
+    listed = cors.get("allow_origins") if isinstance(cors, dict) else None
+    return _names([str(o) for o in listed if str(o).strip() != "*"] if isinstance(listed, list) else ())
 
 
 def _names(raw: str | Iterable[str] | None) -> frozenset[str]:
@@ -146,7 +161,10 @@ class SameOrigin:
         self, app: ASGIApp, *, origins: Iterable[str] | None = None, hosts: Iterable[str] | None = None
     ) -> None:
         self.app = app
-        self.origins = _names(os.environ.get(ORIGINS_ENV, "") if origins is None else origins)
+        if origins is None:
+            self.origins = _names(os.environ.get(ORIGINS_ENV, "")) | configured_origins()
+        else:
+            self.origins = _names(origins)
         self.hosts = _names(os.environ.get(HOSTS_ENV, "") if hosts is None else hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -5,6 +5,7 @@ test_web_origin.py)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -228,3 +229,20 @@ def test_without_a_policy_a_large_body_passes_under_a_policy_it_is_refused() -> 
     assert client.post("/runs/wait", json=documents).status_code == 200, "the ingest graph may be sent documents"
     assert reached[-1]["body"]["input"]["documents"][0]["text"] == documents["input"]["documents"][0]["text"]
     assert _app(NARROW)[0].post(f"/threads/{DE}/runs/stream", json=documents).status_code == 413
+
+
+def test_the_served_cors_list_is_the_allow_list_and_a_wildcard_is_none() -> None:
+    from reground.web.origin import configured_origins
+
+    studio = json.dumps({"cors": {"allow_origins": ["https://smith.langchain.com/", "*"]}})
+    assert configured_origins(studio) == frozenset({"https://smith.langchain.com"})
+    assert configured_origins("") == frozenset() and configured_origins("not json") == frozenset()
+    assert configured_origins(json.dumps({"app": "x"})) == frozenset()
+
+
+def test_this_repositorys_config_lets_studio_in_and_no_wildcard() -> None:
+    served = json.loads(Path(__file__).resolve().parents[2].joinpath("langgraph.json").read_text())["http"]
+    assert served["cors"]["allow_origins"] == ["https://smith.langchain.com"]
+    from reground.web.origin import configured_origins
+
+    assert configured_origins(json.dumps(served)) == frozenset({"https://smith.langchain.com"})
