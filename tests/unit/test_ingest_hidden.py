@@ -173,3 +173,29 @@ def test_the_ingest_summary_counts_the_hidden_text(tmp_path: Path) -> None:
     prepare(doc, summary)
     assert summary.hidden_dropped == {"p.html": len(PLANTED)}
     assert f"{len(PLANTED)} characters of hidden text dropped from 1 documents" in str(summary)
+
+
+@pytest.mark.parametrize(
+    "element",
+    [
+        '<span style="color: #fdfdfd">{p}</span>',
+        '<span style="font-size:1px">{p}</span>',
+        "<span hidden>{p}</span>",
+        '<font color="white">{p}</font>',
+        '<span style="display:none">{p}</span>',
+    ],
+    ids=["near-white", "1px", "hidden", "font-white", "display-none"],
+)
+def test_hidden_inline_html_in_markdown_never_reaches_a_chunk(tmp_path: Path, element: str) -> None:
+    page = tmp_path / "parking.md"
+    page.write_text(f"# Parking\n\n{SHOWN} {element.replace('{p}', PLANTED)} Ask the desk.\n")
+    text, _hidden = _chunks_text(page)
+    assert SHOWN in text and "Ask the desk." in text and "director" not in text
+
+
+def test_visible_inline_html_in_markdown_is_read() -> None:
+    from reground.tools.text.markdown import normalise_inline
+
+    shown = 'Press <kbd>Ctrl</kbd>, <span style="color:#b00">red</span> on '
+    shown += '<span style="background:#000;color:#fff">black</span>.'
+    assert normalise_inline(shown)[0] == "Press Ctrl, red on black."

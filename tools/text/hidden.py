@@ -273,6 +273,48 @@ def strip_hidden_counted(text: str) -> tuple[str, int]:
     return "\n".join(line for line in text.split("\n") if not ZERO_WIDTH.search(line)), dropped
 
 
+# An inline element with attributes that can hide it, its body (at most INLINE_BODY_CHARS, no nested element of its
+# own name) and its end: bounded, so a page of unclosed tags costs linear time.
+INLINE_BODY_CHARS = 4000
+_INLINE_ELEMENT = re.compile(
+    r"<(?P<tag>[a-zA-Z][a-zA-Z0-9]*)\b(?P<attrs>[^<>]*\b(?:style|hidden|color|aria-hidden)\b[^<>]*)>"
+    rf"(?P<body>(?:(?!</?(?P=tag)\b).){{0,{INLINE_BODY_CHARS}}}?)</(?P=tag)\s*>",
+    re.DOTALL | re.IGNORECASE,
+)
+_ATTRIBUTE = re.compile(r"([\w:-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s\"'>]+))")
+
+
+def inline_element_hidden(attrs: str) -> bool:
+    """Whether an element with these attributes (raw markup inside a markdown page) shows its text to no reader:
+    hidden by attribute or style, too small, or too close to white (the page's background unless it sets its own)."""
+    values = {m.group(1).lower(): next(g for g in m.groups()[1:] if g is not None) for m in _ATTRIBUTE.finditer(attrs)}
+    if re.search(r"(?:^|\s)hidden(?:\s|=|$)", attrs) or values.get("aria-hidden", "").lower() == "true":
+        return True
+    style = values.get("style", "")
+    if style and _hides(style):
+        return True
+    declarations = [style]
+    colour = _declared(declarations, "color") or values.get("color")
+    background, declared = _background(declarations, values)
+    shown = _Shown(
+        parse_colour(colour) or BLACK if colour else BLACK,
+        (background if declared else WHITE),
+        _font_pt(_declared(declarations, "font-size"), DEFAULT_FONT_PT),
+    )
+    if shown.background is not None:
+        shown = _Shown(blend(shown.colour, shown.background), shown.background, shown.font_pt)
+    return _faint(shown)
+
+
+def strip_hidden_inline(text: str) -> str:
+    """Markdown prose without the inline HTML elements a reader would not see (their text too)."""
+    if "<" not in text:
+        return text
+    return _INLINE_ELEMENT.sub(
+        lambda m: " " if m.group("attrs").strip() and inline_element_hidden(m.group("attrs")) else m.group(0), text
+    )
+
+
 def markup_hidden_segments(text: str) -> list[str]:
     """The text of HTML comments, hidden elements and markdown comments, whitespace-normalised (no zero-width runs)."""
     found = [m.group(0)[len("<!--") :].removesuffix("-->") for m in HTML_COMMENT.finditer(text)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from reground.tools.text.markdown import code_fence
 from reground.tools.tuning.stores import INGEST
 
 _SKIP = frozenset({"script", "style", "nav", "footer", "noscript", "template", "head", "title", "svg", "button"})
@@ -100,7 +101,8 @@ class _Writer:
                 code_class = _LANGUAGE.search(_classes(inner))
                 language = code_class.group(1) if code_class else ""
             code = node.get_text().strip("\n")
-            self.block(indent, [f"```{language}", *code.split("\n"), "```"])
+            fence = code_fence(code)  # longer than any fence the code shows
+            self.block(indent, [f"{fence}{language}", *code.split("\n"), fence])
         elif name in ("ul", "ol"):
             for number, item in enumerate(node.find_all("li", recursive=False), start=1):
                 marker = f"{number}." if name == "ol" else "-"

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from reground.tools.text import myst, templates
+from reground.tools.text.hidden import strip_hidden_inline
 from reground.tools.text.sentences import line_kinds
 
 Kind = str  # "heading" | "paragraph" | "code" | "list" | "table"
@@ -155,6 +156,7 @@ def normalise_inline(text: str) -> tuple[str, tuple[str, ...]]:
         out = _ESCAPED.sub(lambda m: keep_code(m.group(1)), out)
     out = templates.strip_templates(templates.template_links(out))
     out = templates.autolinks(out, links)
+    out = strip_hidden_inline(out)  # inline HTML a reader does not see (white, 1px, display:none) is no text
     out = _HTML_DROP.sub("", out)
     out = _IMAGE.sub("", out)
 
