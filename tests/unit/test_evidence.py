@@ -444,7 +444,14 @@ def test_a_hedge_quotes_no_code_from_a_page_about_something_else() -> None:
 
     code = "Configure the saver:\n```python\nsaver = PostgresSaver(conn)\n```"
     on_topic = Passage(
-        chunk_id="c1", doc_id="a", title="What a checkpointer is", section="", url="", position=0, text=code, metadata={}
+        chunk_id="c1",
+        doc_id="a",
+        title="What a checkpointer is",
+        section="",
+        url="",
+        position=0,
+        text=code,
+        metadata={},
     )
     other = Passage(
         chunk_id="c2",
@@ -459,3 +466,15 @@ def test_a_hedge_quotes_no_code_from_a_page_about_something_else() -> None:
     units = [Evidence(code, 2, 1.0, 0.5, 0.5), Evidence(code, 1, 0.9, 0.5, 0.5)]
     kept = hedge_units("What is a checkpointer exactly?", units, [on_topic, other])
     assert [e.text for e in kept] == ["Configure the saver:", code], "the other page's sentence only; its code goes"
+
+
+def test_a_unit_whose_every_call_the_previous_reply_gave_is_not_given_again() -> None:
+    from reground.tools.signals.evidence import gives_again
+
+    previous = "Use `item.model_dump(exclude_unset=True)` to get only the fields the client sent."
+    same_call = "Pass `exclude_unset=True` to `model_dump`:\n```python\ndata = item.model_dump(exclude_unset=True)\n```"
+    next_call = "Then copy the stored model with `stored.model_copy(update=data)`."
+    assert gives_again(same_call, previous)
+    assert not gives_again(next_call, previous), "model_copy is new"
+    assert not gives_again("Partial updates send only some fields.", previous), "no code: the sentence check decides"
+    assert not gives_again(same_call, ""), "a first turn has no previous reply"

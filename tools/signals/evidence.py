@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from reground.tools.signals.code_terms import code_names, unsupported_code
 from reground.tools.signals.scoring import rouge_l, token_f1
 from reground.tools.text.code_blocks import CUT_MARK
 from reground.tools.text.lexical import STOPWORDS, lexical_tokens
@@ -271,8 +272,8 @@ def turn_evidence_vectors(
     """The passage sentences closest to a turn's question: its words (plus, for a follow-up that was not rewritten,
     the user's previous message), its vector and, given `dialogue_query`, the vector of the question read in its
     dialogue (weighted `dialogue_weight`), and how closely they follow the previous reply (`continuity_weight`).
-    Sentences the previous reply already said are left out, unless the question asks for one again
-    (`asked_again`): they are not the answer to a follow-up. `embed` maps texts to unit vectors (the retriever's
+    Sentences the previous reply already said, and units whose every code name it gave, are left out, unless the
+    question asks for one again (`asked_again`): they are not the answer to a follow-up. `embed` maps texts to unit vectors (the retriever's
     cached MiniLM); the sentences' vectors come from the store when it kept them at ingest, so a turn embeds at most
     the question. Returns (evidence best first, every sentence's vector in `order` order, the question's vector, the
     dialogue reading's vector or None): what the judge (tools/signals/judge.py) reads beside the evidence."""
@@ -301,7 +302,7 @@ def turn_evidence_vectors(
         continuity_weight=continuity_weight,
     )
     again = asked_again(question, ranked)
-    kept = [e for e in ranked if e.order == again or not repeats(e.text, said)]
+    kept = [e for e in ranked if e.order == again or not (repeats(e.text, said) or gives_again(e.text, said))]
     return kept, rows, vectors[0], (vectors[1] if dialogue else None)
 
 
@@ -331,6 +332,21 @@ def _quoted_pieces(unit: str) -> list[str]:
     prose, structured = split_unit(unit)
     lines = [" ".join(line.split()) for line in structured.split("\n") if line.strip() and line.strip() != CUT_MARK]
     return [p for p in [" ".join(prose.split()), *lines] if p]
+
+
+def gives_again(unit: str, previous_reply: str) -> bool:
+    """Whether the previous reply gave what a unit gives: the code its sentence names (`exclude_unset`, again), or for
+    a unit whose sentence names none, at least REPEAT_PRECISION of its code's names (a local name of its example,
+    `data`, may be new). A follow-up ("does the input model need anything special for that?") wants what comes next,
+    not the same call in the page's other words."""
+    if not previous_reply.strip():
+        return False
+    prose, _ = split_unit(unit)
+    names = code_names(prose) or code_names(unit)
+    if not names:
+        return False
+    held = 1.0 - len(unsupported_code(" ".join(f"`{n}`" for n in names), [previous_reply])) / len(names)
+    return held >= REPEAT_PRECISION
 
 
 def repeats(answer: str, previous_reply: str) -> bool:
