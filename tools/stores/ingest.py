@@ -49,6 +49,7 @@ from reground.tools.stores.trusted_domains import (
 from reground.tools.stores.vector_store import EmbeddedDocument, Snapshot, VectorStore
 from reground.tools.text.blobs import separate_blobs
 from reground.tools.text.chunking import DEFAULT_MAX_TOKENS, chunk_document
+from reground.tools.text.hidden import strip_hidden_prose
 from reground.tools.text.invisible import strip_invisible
 from reground.tools.text.loaders import MAX_FILE_BYTES, Document, LoadError, iter_documents, readable_id
 from reground.tools.text.terminal import strip_terminal_controls
@@ -190,7 +191,8 @@ def prepare(doc: Document, summary: IngestSummary) -> Document:
         return text
 
     metadata = {key: clean(value) if isinstance(value, str) else value for key, value in doc.metadata.items()}
-    text, blobs = separate_blobs(clean(doc.text))
+    visible, hidden = strip_hidden_prose(doc.text)  # inline HTML no reader sees, in a record or a page alike
+    text, blobs = separate_blobs(clean(visible))
     cleaned = Document(
         doc_id=readable_id(clean(doc.doc_id)),
         title=clean(doc.title),
@@ -204,8 +206,9 @@ def prepare(doc: Document, summary: IngestSummary) -> Document:
             counts[cleaned.doc_id] = counts.get(cleaned.doc_id, 0) + n
     if blobs:
         summary.blobs_separated[cleaned.doc_id] = summary.blobs_separated.get(cleaned.doc_id, 0) + blobs
-    if doc.hidden_chars:
-        summary.hidden_dropped[cleaned.doc_id] = summary.hidden_dropped.get(cleaned.doc_id, 0) + doc.hidden_chars
+    if doc.hidden_chars + hidden:
+        dropped = summary.hidden_dropped.get(cleaned.doc_id, 0) + doc.hidden_chars + hidden
+        summary.hidden_dropped[cleaned.doc_id] = dropped
     return cleaned
 
 

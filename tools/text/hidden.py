@@ -308,11 +308,53 @@ def inline_element_hidden(attrs: str) -> bool:
 
 def strip_hidden_inline(text: str) -> str:
     """Markdown prose without the inline HTML elements a reader would not see (their text too)."""
+    return _strip_inline(text)[0]
+
+
+def _strip_inline(text: str) -> tuple[str, int]:
+    """`strip_hidden_inline`'s text and the characters of text (tags not counted) it dropped."""
     if "<" not in text:
-        return text
-    return _INLINE_ELEMENT.sub(
-        lambda m: " " if m.group("attrs").strip() and inline_element_hidden(m.group("attrs")) else m.group(0), text
-    )
+        return text, 0
+    dropped = 0
+
+    def drop(match: re.Match[str]) -> str:
+        nonlocal dropped
+        if not inline_element_hidden(match.group("attrs")):
+            return match.group(0)
+        dropped += len(re.sub(r"<[^>]*>", "", match.group("body")).strip())
+        return " "
+
+    return _INLINE_ELEMENT.sub(drop, text), dropped
+
+
+def strip_hidden_prose(text: str) -> tuple[str, int]:
+    """A document's text without the inline HTML elements a reader would not see, outside its code blocks (a page
+    showing styled HTML in a fence keeps it), and how many characters went: what ingest does to every document,
+    whatever its format, before it is chunked."""
+    if "<" not in text or not _INLINE_ELEMENT.search(text):
+        return text, 0
+    from reground.tools.text.sentences import line_kinds
+
+    out: list[str] = []
+    prose: list[str] = []
+    dropped = 0
+
+    def flush() -> None:
+        nonlocal dropped
+        if prose:
+            kept, count = _strip_inline("\n".join(prose))
+            dropped += count
+            out.append(kept)
+            prose.clear()
+
+    for line, kind in line_kinds(text):
+        if kind == "text":
+            prose.append(line)
+        else:
+            flush()
+            out.append(line)
+    flush()
+    return "\n".join(out), dropped
 
 
 def markup_hidden_segments(text: str) -> list[str]:
