@@ -156,3 +156,22 @@ def test_batches_raise_the_readers_error_after_what_came_before() -> None:
     assert next(stream) == [1]
     with pytest.raises(OSError, match="disk gone"):
         next(stream)
+
+
+def test_an_ingest_in_batches_indexes_every_file_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import dataclasses
+
+    from reground.tools.stores import ingest as ingest_module
+    from reground.tools.stores.store import PassageStore
+
+    monkeypatch.setattr(ingest_module, "INGEST", dataclasses.replace(INGEST, flush_documents=2))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n in range(5):
+        (docs / f"page{n}.md").write_text(f"# Page {n}\n\nRoom {n} is booked at the front desk.\n")
+    (docs / "zz-again.jsonl").write_text('{"doc_id": "page1.md", "text": "A second page1."}\n')
+    store = PassageStore.open("batched", data_dir=tmp_path / "data", create=True)
+    summary = ingest_module.ingest([docs], store, progress=False)
+    assert summary.documents == 5 and summary.skipped == 1
+    assert any("duplicate doc_id 'page1.md'" in str(e) for e in summary.errors)
+    assert sorted({c["doc_id"] for c in store.all_chunks()}) == [f"page{n}.md" for n in range(5)]

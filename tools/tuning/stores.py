@@ -103,8 +103,9 @@ class Ingest:
     # would grow with the square of the depth).
     max_html_depth: int = 256
     # Files are indexed as they are read, in batches of up to this many documents, a batch handed on early when no
-    # file has been read for `flush_idle_s` seconds: a slow file holds up nothing read before it.
-    flush_documents: int = 64
+    # file has been read for `flush_idle_s` seconds: a slow file holds up nothing read before it. Each batch
+    # rewrites the collection's document records once, so a large corpus goes in few, large batches.
+    flush_documents: int = 1024
     flush_idle_s: float = 1.0
 
 
