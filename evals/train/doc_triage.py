@@ -10,9 +10,10 @@
    turn's passages are chosen as the graph chooses them (the three pages' chunks with the best units) and its
    features measured; the two heads are fitted on the other collection's turns (and on each of its answerable turns
    again with its gold pages' candidates taken out: a constructed unanswerable) and their thresholds calibrated
-   there (abstain on at most `MAX_ANSWERABLE_ABSTAINED` and ask back on at most `MAX_ANSWERABLE_ASKED` of the
-   answerable turns; answer at most `MAX_UNANSWERABLE_ANSWERED` of the unanswerable ones confidently); then the
-   held-out collection's turns are decided once. Their behaviour per class is the figure reported.
+   there, on each training turn's probabilities from heads fitted without its own collection (abstain on at most
+   `MAX_ANSWERABLE_ABSTAINED` and ask back on at most `MAX_ANSWERABLE_ASKED` of the answerable turns; answer at
+   most `MAX_UNANSWERABLE_ANSWERED` of the unanswerable ones confidently): the hedge is a decision calibrated
+   leave-one-corpus-out, not a default; then the held-out collection's turns are decided once. Their behaviour per class is the figure reported.
 3. The shipped heads and thresholds are fitted on both collections (the shipped unit ranker likewise). Writes
    reground/data/units/doc_triage.json and evals/results/units/doc_triage.json.
 """
@@ -30,12 +31,14 @@ from typing import Any
 import numpy as np
 from reground.evals.train.unit_ranker import Turn, collect_readings, collected_only, train_parser, trainer_options
 from reground.evals.train.unit_ranker import fit as fit_ranker
+from reground.tools.signals.judge import Head
 from reground.tools.signals.units import FEATURE_NAMES as UNIT_FEATURES
 
 MAX_ANSWERABLE_ABSTAINED = 0.0
 MAX_ANSWERABLE_ASKED = 0.02
-# Tighter than the techdocs target allows: a share calibrated on one collection drifts upward on the other.
-MAX_UNANSWERABLE_ANSWERED = 0.05
+# The target itself: the thresholds are set on each turn's probability from heads that never saw its collection, so
+# the share holds on a new collection (set on in-sample probabilities, 0.05 was needed and most answers hedged).
+MAX_UNANSWERABLE_ANSWERED = 0.15
 L2 = 1.0
 STEPS = 2000
 LEARNING_RATE = 0.1
@@ -47,6 +50,7 @@ SUMMARY = Path("evals/results/units/doc_triage.json")
 # loads (REGROUND_DOC_MODELS=evals/results/units/loco/<collection>, tools/signals/units.py).
 FOLD_MODELS = Path("evals/results/units/loco")
 SECTION = UNIT_FEATURES.index("section_lexical")  # the unit rows' heading overlap (signals/units.py)
+CONSTRUCTED = "#without-gold"  # the case id's mark of an answerable turn taken again without its gold pages
 
 
 @dataclass
@@ -67,7 +71,7 @@ def without_gold(turn: Turn) -> Turn | None:
         return None
     return replace(
         turn,
-        case_id=f"{turn.case_id}#without-gold",
+        case_id=f"{turn.case_id}{CONSTRUCTED}",
         answerability="UNANSWERABLE",
         units=[turn.units[i] for i in keep],
         rows=turn.rows[keep],
@@ -125,17 +129,47 @@ def _quantile_at(values: Sequence[float], share: float) -> float:
     return float(ordered[min(len(ordered) - 1, max(0, int(share * len(ordered))))]) if ordered else 0.0
 
 
-def fit_triage(turns: Sequence[Turn], rows: np.ndarray) -> Any:
-    from reground.tools.signals.doc_triage import DocTriage
-    from reground.tools.signals.judge import logistic
-
+def fit_heads(turns: Sequence[Turn], rows: np.ndarray) -> tuple[Head, Head]:
+    """(answerable head: ANSWERABLE and PARTIAL against UNANSWERABLE; underspecified head: UNDERSPECIFIED against the
+    rest)."""
     classes = [t.answerability for t in turns]
     answerable = np.asarray([c in ANSWERED for c in classes], dtype=float)
     keep = np.asarray([c != "UNDERSPECIFIED" for c in classes])
     head_a = fit_head(rows[keep], answerable[keep])
     head_u = fit_head(rows, np.asarray([c == "UNDERSPECIFIED" for c in classes], dtype=float))
-    p_a = [float(logistic(head_a, r)) for r in rows]
-    p_u = [float(logistic(head_u, r)) for r in rows]
+    return head_a, head_u
+
+
+def unseen_collection_probabilities(turns: Sequence[Turn], rows: np.ndarray) -> tuple[list[float], list[float]]:
+    """Each turn's two probabilities from heads fitted without its collection (in-sample with one collection): what
+    the thresholds are calibrated on, since a collection the heads never saw is what they decide on. Calibrated on
+    in-sample probabilities, the hedge band was most answerable turns of a new collection (techdocs dev: 0.64 of
+    them hedged)."""
+    from reground.tools.signals.judge import logistic
+
+    collections = [t.collection for t in turns]
+    p_a, p_u = [0.0] * len(turns), [0.0] * len(turns)
+    for held in sorted(set(collections)):
+        inside = [i for i, c in enumerate(collections) if c != held] or list(range(len(turns)))
+        head_a, head_u = fit_heads([turns[i] for i in inside], rows[inside])
+        for i, c in enumerate(collections):
+            if c == held:
+                p_a[i], p_u[i] = float(logistic(head_a, rows[i])), float(logistic(head_u, rows[i]))
+    return p_a, p_u
+
+
+def fit_triage(turns: Sequence[Turn], rows: np.ndarray) -> Any:
+    """The heads fitted on every turn given, their thresholds calibrated on the turns' unseen-collection
+    probabilities: abstain on at most MAX_ANSWERABLE_ABSTAINED and ask back on at most MAX_ANSWERABLE_ASKED of the
+    answerable turns, answer at most MAX_UNANSWERABLE_ANSWERED of the unanswerable ones."""
+    from reground.tools.signals.doc_triage import DocTriage
+
+    head_a, head_u = fit_heads(turns, rows)
+    p_a, p_u = unseen_collection_probabilities(turns, rows)
+    # The constructed unanswerables teach the heads; the thresholds are set on the turns as asked.
+    real = [i for i, t in enumerate(turns) if not t.case_id.endswith(CONSTRUCTED)]
+    p_a, p_u = [p_a[i] for i in real], [p_u[i] for i in real]
+    classes = [turns[i].answerability for i in real]
     ans_a = [p for p, c in zip(p_a, classes, strict=True) if c in ANSWERED]
     unans_a = [p for p, c in zip(p_a, classes, strict=True) if c == "UNANSWERABLE"]
     ans_u = [p for p, c in zip(p_u, classes, strict=True) if c in ANSWERED]

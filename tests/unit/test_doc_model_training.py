@@ -138,3 +138,24 @@ def test_the_triage_trainer_fits_and_measures_each_fold_on_its_own_turns(tmp_pat
     for held in ("alpha", "beta"):
         assert set(summary["leave_one_corpus_out"][held]) == {"trained_on", LLM_FREE}
     assert (tmp_path / "out" / "loco" / "alpha" / "doc_triage.json").is_file()
+
+
+def test_the_thresholds_read_each_turn_as_a_collection_the_heads_never_saw() -> None:
+    from reground.tools.signals.judge import logistic
+
+    rng = np.random.default_rng(3)
+    turns, rows = [], []
+    for i in range(120):
+        collection = ("alpha", "beta", "gamma")[i % 3]
+        label = ("ANSWERABLE", "UNANSWERABLE", "UNDERSPECIFIED", "ANSWERABLE")[i % 4]
+        base = turn(f"t{i}", collection, 0, rng)
+        turns.append(Turn(**{**base.__dict__, "answerability": label}))
+        rows.append(rng.normal({"ANSWERABLE": 1.0, "UNANSWERABLE": -1.0}.get(label, 0.0), 1.0, size=10))
+    x = np.asarray(rows, dtype=np.float32)
+    p_a, _ = doc_triage.unseen_collection_probabilities(turns, x)
+    others = [i for i, t in enumerate(turns) if t.collection != "alpha"]
+    head_a, _ = doc_triage.fit_heads([turns[i] for i in others], x[others])
+    alpha = [i for i, t in enumerate(turns) if t.collection == "alpha"]
+    assert [round(p_a[i], 5) for i in alpha] == [round(float(logistic(head_a, x[i])), 5) for i in alpha]
+    in_sample, _ = doc_triage.fit_heads(turns, x)
+    assert any(abs(p_a[i] - float(logistic(in_sample, x[i]))) > 1e-3 for i in alpha), "not the in-sample fit"
