@@ -25,7 +25,12 @@ from reground.tools.signals.answerability import (
     unresolved_references,
 )
 from reground.tools.signals.ask_back import ask_back_features
-from reground.tools.signals.doc_triage import doc_triage_features, heading_match, page_scores
+from reground.tools.signals.doc_triage import (
+    doc_triage_features,
+    heading_match,
+    page_scores,
+    pages_answer_differently,
+)
 from reground.tools.signals.reading import TurnReading, read_turn
 
 MIN_OPTIONS = 2  # fact: a choice needs two
@@ -137,6 +142,9 @@ def documentation_decision(
     model = env.services.doc_triage()
     decision, answerable, underspecified = model.decide(row, may_ask_back=context.use_clarify and not clarified)
     signals.update(doc_answerable=round(answerable, 4), doc_underspecified=round(underspecified, 4))
+    if decision == "clarify" and not pages_answer_differently(row):
+        env.stats.notes.append("one page answers best and the question names enough: no reason to ask back")
+        decision, answerable, _ = model.decide(row, may_ask_back=False)
     if decision == "clarify":
         best = sorted(pages, key=lambda doc: -pages[doc])[: context.triage.doc_readings_offered]
         first = {c["doc_id"]: c for c in reversed(candidates)}

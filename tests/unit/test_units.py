@@ -193,3 +193,19 @@ def test_a_cut_code_block_marks_only_real_cuts_not_the_blank_lines_it_keeps() ->
     out = trim_code(lines, {"enum", "fastapi"}, set(), max_lines=4)
     assert out[:3] == ["from enum import Enum", "", "from fastapi import FastAPI"]
     assert out.count("...") == 1 and out[-1] == "class M(str, Enum):"
+
+
+def test_pages_are_offered_only_when_they_answer_differently_or_the_opening_names_too_little() -> None:
+    import math
+
+    from reground.tools.signals.doc_triage import FEATURE_NAMES, pages_answer_differently
+
+    def row(readings: float, opening: float, content_words: int) -> np.ndarray:
+        values = dict.fromkeys(FEATURE_NAMES, 0.0)
+        values.update(readings=readings, opening=opening, log_content_words=math.log1p(content_words))
+        return np.asarray([values[name] for name in FEATURE_NAMES], dtype=np.float32)
+
+    assert pages_answer_differently(row(2, 0, 6)), "two pages fit about as well"
+    assert pages_answer_differently(row(1, 1, 2)), "'how do I configure it?' opens the conversation"
+    assert not pages_answer_differently(row(1, 0, 2)), "a follow-up: the conversation narrows it"
+    assert not pages_answer_differently(row(1, 1, 6)), "'generate a typescript client from my fastapi api'"

@@ -51,6 +51,18 @@ FEATURE_NAMES = (
 )
 _PRONOUN = re.compile(r"\b(it|its|them|they|that|this|those|these|there|one)\b", re.I)
 READING_MARGIN = TRIAGE.doc_reading_margin  # a page fits "about as well" when its best unit is this close (logit)
+VAGUE_CONTENT_WORDS = TRIAGE.doc_vague_content_words
+
+
+def pages_answer_differently(row: np.ndarray) -> bool:
+    """Whether a question the underspecified head would ask back about is worth asking (a row of FEATURE_NAMES): at
+    least two pages answer it about as well as each other (their best units within READING_MARGIN), or it opens the
+    conversation with at most VAGUE_CONTENT_WORDS content words ("how do I configure it?"). One page fitting best a
+    follow-up ("can it read them from a .env file?") or a specific opening ("generate a typescript client from my
+    fastapi api") answers; asking back there was most of the answerable turns asked back (fastapi: 10 of 12)."""
+    features = dict(zip(FEATURE_NAMES, row.tolist(), strict=True))
+    vague = features["opening"] > 0 and features["log_content_words"] <= math.log1p(VAGUE_CONTENT_WORDS) + 1e-6
+    return features["readings"] >= 2 or vague
 
 
 def page_scores(units: Sequence[Evidence], doc_ids: Sequence[str]) -> dict[str, float]:

@@ -156,6 +156,10 @@ class Triage:
     # Documentation triage (signals/doc_triage.py): a page fits "about as well" as the best when its best unit's
     # score is within this many logits of the best one's (a reading the turn may ask back about).
     doc_reading_margin: float = 1.0
+    # On documentation, an opening question of at most this many content words names too little to answer ("how do
+    # I configure it?", "how do I send a file?"): it may be asked back with one page fitting best. Longer ones, and
+    # follow-ups (the conversation narrows them), are asked back only when pages answer them differently.
+    doc_vague_content_words: int = 3
     doc_readings_offered: int = setting(
         4,
         meaning=(
