@@ -13,7 +13,8 @@
    there, on each training turn's probabilities from heads fitted without its own collection (abstain on at most
    `MAX_ANSWERABLE_ABSTAINED` and ask back on at most `MAX_ANSWERABLE_ASKED` of the answerable turns; answer at
    most `MAX_UNANSWERABLE_ANSWERED` of the unanswerable ones confidently): the hedge is a decision calibrated
-   leave-one-corpus-out, not a default; then the held-out collection's turns are decided once. Their behaviour per class is the figure reported.
+   leave-one-corpus-out, not a default; then the held-out collection's turns are decided once, as triage decides
+   (`graph_decision`). Their behaviour per class is the figure reported.
 3. The shipped heads and thresholds are fitted on both collections (the shipped unit ranker likewise). Writes
    reground/data/units/doc_triage.json and evals/results/units/doc_triage.json.
 """
@@ -179,6 +180,17 @@ def fit_triage(turns: Sequence[Turn], rows: np.ndarray) -> Any:
     return DocTriage(head_a, head_u, hedge, answer, ask_back)
 
 
+def graph_decision(triage: Any, row: np.ndarray) -> str:
+    """The decision triage takes on a row (nodes/triage.py): the heads', with an ask-back kept only when pages answer
+    the question differently (doc_triage.pages_answer_differently)."""
+    from reground.tools.signals.doc_triage import pages_answer_differently
+
+    decision = str(triage.decide(row)[0])
+    if decision == "clarify" and not pages_answer_differently(row):
+        decision = str(triage.decide(row, may_ask_back=False)[0])
+    return decision
+
+
 def behaviour(decided: Sequence[Decided]) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for label in sorted({d.answerability for d in decided}):
@@ -224,7 +236,7 @@ def train(
         for name, reading in fold_reading.items():
             test_turns = [t for t in reading if t.collection == held]
             fold = [
-                Decided(t.case_id, t.collection, t.answerability, triage.decide(row)[0])
+                Decided(t.case_id, t.collection, t.answerability, graph_decision(triage, row))
                 for t, row in zip(test_turns, turn_rows(test_turns, ranker), strict=True)
             ]
             decided.setdefault(name, []).extend(fold)
