@@ -213,3 +213,46 @@ def test_a_record_of_plain_text_loses_its_hidden_inline_html_at_ingest() -> None
     assert "director" not in cleaned.text and SHOWN in cleaned.text and "an example kept as code" in cleaned.text
     assert summary.hidden_dropped == {"memo-7": len(PLANTED)}
     assert all("director" not in c["text"] for c in chunk_document(cleaned))
+
+
+def test_hidden_text_inside_a_form_xobject_is_dropped_too(tmp_path: Path) -> None:
+    from pypdf import PdfWriter
+    from pypdf.generic import ArrayObject, DecodedStreamObject, DictionaryObject, FloatObject, NameObject
+
+    writer = PdfWriter()
+    page = writer.add_blank_page(width=612, height=792)
+    font = writer._add_object(
+        DictionaryObject(
+            {
+                NameObject("/Type"): NameObject("/Font"),
+                NameObject("/Subtype"): NameObject("/Type1"),
+                NameObject("/BaseFont"): NameObject("/Helvetica"),
+            }
+        )
+    )
+    fonts = DictionaryObject({NameObject("/F1"): font})
+    form = DecodedStreamObject()
+    form.update(
+        {
+            NameObject("/Type"): NameObject("/XObject"),
+            NameObject("/Subtype"): NameObject("/Form"),
+            NameObject("/BBox"): ArrayObject([FloatObject(v) for v in (0, 0, 612, 792)]),
+            NameObject("/Resources"): DictionaryObject({NameObject("/Font"): fonts}),
+        }
+    )
+    form.set_data("\n".join([*_shown("Permits cost 12 EUR.", 600), "q 1 1 1 rg", *_shown(PLANTED, 560), "Q"]).encode())
+    page[NameObject("/Resources")] = DictionaryObject(
+        {
+            NameObject("/Font"): fonts,
+            NameObject("/XObject"): DictionaryObject({NameObject("/Fm1"): writer._add_object(form)}),
+        }
+    )
+    content = DecodedStreamObject()
+    content.set_data("\n".join([*_shown(SHOWN), "/Fm1 Do"]).encode())
+    page[NameObject("/Contents")] = writer._add_object(content)
+    pdf = tmp_path / "form.pdf"
+    with pdf.open("wb") as handle:
+        writer.write(handle)
+    text, hidden = _chunks_text(pdf)
+    assert SHOWN in text and "Permits cost 12 EUR." in text
+    assert "director" not in text and hidden == len(PLANTED)

@@ -7,7 +7,8 @@ A page's content stream is read once, operator by operator, keeping the graphics
 transformation matrix, fill and stroke colours, the text matrix, font size and render mode, saved and restored with
 `q`/`Q`) and the filled rectangles drawn so far (what lies behind later text). Each text-showing operator whose
 text would not show is removed; the rest of the page is extracted by pypdf as before, so a page with nothing hidden
-reads exactly as it did. Text inside form XObjects is not looked into.
+reads exactly as it did. A form XObject the page draws is read the same way, with the state at the point it is
+drawn, and rewritten in place when it hid text.
 """
 
 from __future__ import annotations
@@ -185,8 +186,8 @@ class _Reader:
 
 
 def strip_hidden_text(page: Any) -> int:
-    """Remove the text-showing operators of a pypdf page whose text a reader would not see; the characters
-    removed (0: the page is left as it was)."""
+    """Remove the text-showing operators of a pypdf page (and of the form XObjects it draws) whose text a reader
+    would not see; the characters removed (0: the page is left as it was)."""
     from pypdf.generic import ContentStream, NameObject
 
     contents = page.get_contents()
@@ -196,9 +197,24 @@ def strip_hidden_text(page: Any) -> int:
         contents = ContentStream(contents, page.pdf)
     box = page.cropbox
     reader = _Reader((float(box.left), float(box.bottom), float(box.right), float(box.top)))
+    kept, dropped = _filtered(contents.operations, reader, page.get("/Resources"), page.pdf, FORM_DEPTH)
+    if dropped:
+        contents.operations = kept
+        page[NameObject("/Contents")] = contents  # this page object only (pypdf's replace_contents needs a writer)
+    return dropped
+
+
+FORM_DEPTH = 8  # form XObjects drawn inside forms are followed this deep (a cycle ends there)
+
+
+def _filtered(
+    operations: list[tuple[Any, bytes]], reader: _Reader, resources: Any, pdf: Any, depth: int
+) -> tuple[list[tuple[Any, bytes]], int]:
+    """The operations without the text-showing ones whose text would not show, and the characters dropped; a form
+    XObject drawn (`Do`) is read with the state at that point and rewritten in place when it hid text."""
     kept: list[tuple[Any, bytes]] = []
     dropped = 0
-    for operands, operator in contents.operations:
+    for operands, operator in operations:
         if operator in _SHOW:
             if operator in (b"'", b'"'):
                 reader.step(operator, operands)  # the line move comes first
@@ -207,10 +223,41 @@ def strip_hidden_text(page: Any) -> int:
                 if operator in (b"'", b'"'):
                     kept.append(([], b"T*"))  # the move stays: the lines after it keep their places
                 continue
+        elif operator == b"Do" and operands and depth > 0:
+            dropped += _form(str(operands[0]), reader, resources, pdf, depth - 1)
         else:
             reader.step(operator, operands)
         kept.append((operands, operator))
+    return kept, dropped
+
+
+def _form(name: str, reader: _Reader, resources: Any, pdf: Any, depth: int) -> int:
+    """Strip the hidden text of the form XObject `name` drawn now (its own matrix applied); characters dropped."""
+    from pypdf.generic import ContentStream, DecodedStreamObject, NameObject
+
+    try:
+        xobjects = resources.get_object()["/XObject"].get_object()
+        form = xobjects[name].get_object()
+    except (AttributeError, KeyError, TypeError):
+        return 0
+    if form.get("/Subtype") != "/Form":
+        return 0
+    matrix = _numbers(list(form.get("/Matrix", [])))
+    inner = _Reader(reader.box)
+    if len(matrix) == 6:
+        a, b, c, d, e, f = matrix
+        inner.state = replace(reader.state, ctm=_multiply((a, b, c, d, e, f), reader.state.ctm))
+    else:
+        inner.state = reader.state
+    inner.rectangles = list(reader.rectangles)
+    stream = ContentStream(form, pdf)
+    kept, dropped = _filtered(stream.operations, inner, form.get("/Resources", resources), pdf, depth)
     if dropped:
-        contents.operations = kept
-        page[NameObject("/Contents")] = contents  # this page object only (pypdf's replace_contents needs a writer)
+        stream.operations = kept
+        rewritten = DecodedStreamObject()
+        for key, value in form.items():
+            if key not in ("/Filter", "/DecodeParms", "/Length"):
+                rewritten[NameObject(key)] = value
+        rewritten.set_data(stream.get_data())
+        xobjects[NameObject(name)] = rewritten
     return dropped
