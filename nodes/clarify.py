@@ -22,9 +22,7 @@ def clarify(state: State, env: NodeEnv) -> dict[str, Any]:
     options = offered_options(list(state.get("options", [])), state.get("candidates", []), collection_trust(env))
     labels = join_options([o["label"] for o in options])
     referent = state.get("referent", "")
-    if state.get("clarify_about") == "variant":
-        text = prompts.CLARIFY_VARIANT.format(options=labels)
-    elif referent:
+    if referent:
         text = prompts.CLARIFY_REFERENT.format(referent=referent, options=labels)
     else:
         text = prompts.CLARIFY.format(options=labels)

@@ -148,8 +148,6 @@ class State(InputState, total=False):
     decision: str  # "answer" | "hedge" | "clarify" | "abstain": triage's verdict on the retrieved passages
     options: list[ClarifyOption]  # the readings a clarifying question offers
     referent: str  # an opening question's pronoun that nothing said yet names ("it"): the turn asks what it is
-    # "variant" when the options are a page's language or platform variants (which one the user runs), else ""
-    clarify_about: str
     missing: list[str]  # the question's content words no passage covers
     judgements: list[PassageJudgement]
     draft: Draft | None
@@ -183,7 +181,6 @@ PER_TURN_DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "decision": "answer",
         "options": [],
         "referent": "",
-        "clarify_about": "",
         "missing": [],
         "judgements": [],
         "draft": None,

@@ -10,7 +10,3 @@ CLARIFY = "Your question could refer to several things in the documents, such as
 CLARIFY_REFERENT = (
     'What does "{referent}" refer to? The documents cover, for example, {options}. Which one do you mean?'
 )
-
-# The best passages give the answer once per language or platform (a page's content tabs) and the conversation has not
-# said which one the user runs. {options}: the variants, as in CLARIFY.
-CLARIFY_VARIANT = "The documents answer this separately for {options}. Which one do you use?"
