@@ -135,3 +135,9 @@ def test_a_collection_of_local_files_cautions_no_plain_link_and_no_link_in_code(
 def test_a_long_code_line_split_into_sentences_is_still_code() -> None:
     code = '```python\napp = App(docs="https://partner.example/docs. See also", x=1)  # e.g. https://x.example\n```'
     assert reply_cautions(code, [_page(code)], TRUST) == []
+
+
+def test_a_dotted_attribute_path_is_no_site() -> None:
+    # "request.app.state" in prose is an attribute path, not a link to request.app
+    assert contacts("Keep it on request.app.state and read it from app.state.config.") == []
+    assert contacts("See service.gov.uk/leave or example.com.") == ["service.gov.uk/leave", "example.com"]

@@ -17,7 +17,7 @@ from reground.tools.signals.disguise import CONFUSABLES, normalise_for_check
 _URL = re.compile(
     r"\b(?:https?://|www\.)[^\s<>\"')\]]+"
     r"|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|org|net|io|co|info|biz|xyz|ru|cn|tk|top|gov|edu|uk|de|eu|fr|us|app"
-    r"|online|site|support|help|click|link)(?![\w-])(?:/[^\s<>\"')\]]*)?",  # "exc.detail" names no site
+    r"|online|site|support|help|click|link)(?![\w-]|\.\w)(?:/[^\s<>\"')\]]*)?",  # "exc.detail", "request.app.state"
     re.IGNORECASE,
 )
 # The domain of an address may hold letters of any script: a look-alike ("nоrthwind" with a Cyrillic о) is still an
