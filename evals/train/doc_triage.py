@@ -40,6 +40,9 @@ MAX_ANSWERABLE_ASKED = 0.02
 # The target itself: the thresholds are set on each turn's probability from heads that never saw its collection, so
 # the share holds on a new collection (set on in-sample probabilities, 0.05 was needed and most answers hedged).
 MAX_UNANSWERABLE_ANSWERED = 0.15
+# The best unit's share of the question's words answers beside the head (tools/signals/doc_triage.py): on cargo,
+# fastapi, jest, pip and starlette held out, ANSWERABLE answered 0.26 -> 0.41 for UNANSWERABLE 0.14 -> 0.18 pooled.
+MAX_UNANSWERABLE_HELD_WORDS = 0.05
 L2 = 1.0
 STEPS = 2000
 LEARNING_RATE = 0.1
@@ -163,7 +166,7 @@ def fit_triage(turns: Sequence[Turn], rows: np.ndarray) -> Any:
     """The heads fitted on every turn given, their thresholds calibrated on the turns' unseen-collection
     probabilities: abstain on at most MAX_ANSWERABLE_ABSTAINED and ask back on at most MAX_ANSWERABLE_ASKED of the
     answerable turns, answer at most MAX_UNANSWERABLE_ANSWERED of the unanswerable ones."""
-    from reground.tools.signals.doc_triage import DocTriage
+    from reground.tools.signals.doc_triage import BEST_LEXICAL, DocTriage
 
     head_a, head_u = fit_heads(turns, rows)
     p_a, p_u = unseen_collection_probabilities(turns, rows)
@@ -177,7 +180,11 @@ def fit_triage(turns: Sequence[Turn], rows: np.ndarray) -> Any:
     hedge = _quantile_at(ans_a, MAX_ANSWERABLE_ABSTAINED)
     answer = max(_quantile_at(unans_a, 1 - MAX_UNANSWERABLE_ANSWERED) + 1e-4, hedge)
     ask_back = _quantile_at(ans_u, 1 - MAX_ANSWERABLE_ASKED) + 1e-4
-    return DocTriage(head_a, head_u, hedge, answer, ask_back)
+    # When the best unit holds the question's words, the reply is an answer: a raw feature, so its threshold is set
+    # on the unanswerable turns as they are (answering at most MAX_UNANSWERABLE_HELD_WORDS of them by it).
+    lexical = [float(rows[i, BEST_LEXICAL]) for i in real if turns[i].answerability == "UNANSWERABLE"]
+    held_words = _quantile_at(lexical, 1 - MAX_UNANSWERABLE_HELD_WORDS) + 1e-4 if lexical else None
+    return DocTriage(head_a, head_u, hedge, answer, ask_back, held_words)
 
 
 def graph_decision(triage: Any, row: np.ndarray) -> str:

@@ -209,3 +209,18 @@ def test_pages_are_offered_only_when_they_answer_differently_or_the_opening_name
     assert pages_answer_differently(row(1, 1, 2)), "'how do I configure it?' opens the conversation"
     assert not pages_answer_differently(row(1, 0, 2)), "a follow-up: the conversation narrows it"
     assert not pages_answer_differently(row(1, 1, 6)), "'generate a typescript client from my fastapi api'"
+
+
+def test_a_best_unit_holding_the_question_s_words_answers_whatever_the_head_says() -> None:
+    from reground.tools.signals.doc_triage import FEATURE_NAMES, DocTriage
+
+    n = len(FEATURE_NAMES)
+    doubtful = (np.zeros(n, dtype=np.float32), -3.0, np.zeros(n, dtype=np.float32), np.ones(n, dtype=np.float32))
+    triage = DocTriage(doubtful, doubtful, 0.01, 0.9, 0.99, 0.4)
+    row = np.zeros(n, dtype=np.float32)
+    assert triage.decide(row)[0] == "hedge", "the head finds it only close"
+    row[FEATURE_NAMES.index("best_lexical")] = 0.5
+    assert triage.decide(row)[0] == "answer", "the best unit holds the question's words"
+    older = DocTriage.from_json({**triage.to_json(), "thresholds": {"hedge": 0.01, "answer": 0.9, "ask_back": 0.99}})
+    assert older.held_words_threshold is None and older.decide(row)[0] == "hedge", "weights trained before the rule"
+    assert DocTriage.from_json(triage.to_json()).held_words_threshold == 0.4

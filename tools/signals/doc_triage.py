@@ -50,6 +50,7 @@ FEATURE_NAMES = (
     "heading",
 )
 _PRONOUN = re.compile(r"\b(it|its|them|they|that|this|those|these|there|one)\b", re.I)
+BEST_LEXICAL = FEATURE_NAMES.index("best_lexical")
 READING_MARGIN = TRIAGE.doc_reading_margin  # a page fits "about as well" when its best unit is this close (logit)
 VAGUE_CONTENT_WORDS = TRIAGE.doc_vague_content_words
 
@@ -127,6 +128,9 @@ class DocTriage:
     hedge_threshold: float  # answerable below it: abstain
     answer_threshold: float  # answerable from it: answer (between: hedge)
     ask_back_threshold: float  # underspecified from it: ask back
+    # The best unit holding this IDF-weighted share of the question's words answers, whatever the answerable head
+    # says (None: no such rule, as in weights trained before it).
+    held_words_threshold: float | None = None
 
     def decide(self, row: np.ndarray, *, may_ask_back: bool = True) -> tuple[str, float, float]:
         """(decision, answerable probability, underspecified probability)."""
@@ -134,9 +138,10 @@ class DocTriage:
         underspecified = float(logistic(self.underspecified, row))
         if may_ask_back and underspecified >= self.ask_back_threshold:
             return "clarify", answerable, underspecified
-        if answerable < self.hedge_threshold:
+        held = self.held_words_threshold is not None and float(row[BEST_LEXICAL]) >= self.held_words_threshold
+        if answerable < self.hedge_threshold and not held:
             return "abstain", answerable, underspecified
-        if answerable < self.answer_threshold:
+        if answerable < self.answer_threshold and not held:
             return "hedge", answerable, underspecified
         return "answer", answerable, underspecified
 
@@ -158,6 +163,7 @@ class DocTriage:
                 "hedge": round(self.hedge_threshold, 4),
                 "answer": round(self.answer_threshold, 4),
                 "ask_back": round(self.ask_back_threshold, 4),
+                **({} if self.held_words_threshold is None else {"held_words": round(self.held_words_threshold, 4)}),
             },
         }
 
@@ -186,6 +192,7 @@ class DocTriage:
             float(thresholds["hedge"]),
             float(thresholds["answer"]),
             float(thresholds["ask_back"]),
+            float(thresholds["held_words"]) if "held_words" in thresholds else None,
         )
 
 
