@@ -322,6 +322,7 @@ def answer_fold(args: argparse.Namespace) -> int:
 
     from reground.commands.eval import parse_overrides
 
+    store = None if args.reingest else existing_store(args.docs, args.data_dir)
     run_answers_eval(
         args.docs,
         args.cases,
@@ -333,9 +334,25 @@ def answer_fold(args: argparse.Namespace) -> int:
         chat_model_spec=args.chat_model or "local:default",
         chat_model=None if args.chat_model else scripted_model(),
         data_dir=args.data_dir,
-        context_overrides=parse_overrides(args.set),
+        context_overrides={**parse_overrides(args.set), **({"collection": store.collection} if store else {})},
+        store=store,
     )
     return 0
+
+
+def existing_store(docs: Path, data_dir: str | None) -> Any:
+    """The collection the turns were collected from, as it is (None when it was never ingested: `eval answers`
+    ingests it then). Not ingested again: another chunking of the same pages would answer from other chunks than
+    the fold's models were fitted on, and re-embedding a collection takes minutes."""
+    from reground.evals.data.datasets import EVAL_CHUNK_TOKENS
+    from reground.evals.runs.retrieval import collection_name
+    from reground.tools.stores.store import PassageStore
+    from reground.tools.stores.vector_store import CollectionNotFoundError
+
+    try:
+        return PassageStore.open(collection_name(docs, EVAL_CHUNK_TOKENS), data_dir=data_dir)
+    except CollectionNotFoundError:
+        return None
 
 
 # --- figures ------------------------------------------------------------------------------------------------------
@@ -607,6 +624,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a.add_argument("--chat-model", default=None)
     a.add_argument("--data-dir", default=None)
     a.add_argument("--set", action="append", default=[])
+    a.add_argument("--reingest", action="store_true", help="ingest the collection again before answering")
     args = parser.parse_args(argv)
     if args.command == "answer":
         return answer_fold(args)
