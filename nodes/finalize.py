@@ -166,7 +166,7 @@ def collection_trust(env: NodeEnv) -> Trust:
     store = env.services.passage_store(context)
     record = trusted_domains(settings_dir(store, context.data_dir or None), context.collection)
     extra = frozenset(registrable_domain(d) for d in context.groundedness.trusted_domains if d.strip())
-    return Trust(record.domains | extra, known=record.origin_known or bool(extra))
+    return record.trust(extra)
 
 
 def finalize(state: State, env: NodeEnv) -> dict[str, Any]:

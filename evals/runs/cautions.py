@@ -66,6 +66,53 @@ def _ingest(collection: str, docs: list[dict[str, Any]], mode: str, data_dir: Pa
     return store, name
 
 
+def page_cautions(docs: dict[str, list[dict[str, Any]]], modes: Sequence[str]) -> dict[str, Any]:
+    """Each page quoted whole as a reply citing itself: how many would carry a caution, per collection and mode
+    (no store, no graph: what the collection trusts is learned from the pages' records as ingest learns it)."""
+    from reground.tools.signals.sensitive import Trust, reply_cautions
+    from reground.tools.stores import trusted_domains as stored
+    from reground.tools.stores.trusted_domains import TrustedDomains, document_record, learn
+
+    familiar = getattr(stored, "familiar", lambda records: ())
+    from reground.tools.text.loaders import Document
+
+    out: dict[str, Any] = {}
+    for collection, pages in sorted(docs.items()):
+        for mode in modes:
+            rows = [(d, {**d, "url": "" if mode == "files" else str(d.get("url") or "")}) for d in pages]
+            records = [document_record(Document(str(d["doc_id"]), str(d.get("title", "")), str(d["text"]),
+                                                url=p["url"])) for d, p in rows]  # fmt: skip
+            domains, total = learn(records)
+            served = sum(1 for r in records if r.get("own"))
+            if hasattr(TrustedDomains, "trust"):  # as finalize builds it in this checkout
+                trust = TrustedDomains(
+                    learned=domains, documents=total, served=served, familiar=familiar(records)
+                ).trust()
+            elif _knows_origin():
+                trust = Trust(frozenset(domains), known=served > 0)
+            else:  # before: any ingested page made the origin known
+                trust = Trust(frozenset(domains), known=total > 0)
+            kinds: Counter[str] = Counter()
+            cautioned = 0
+            for _doc, page in rows:
+                reasons = [c.reason for c in reply_cautions(str(page["text"]), [page], trust)]
+                cautioned += bool(reasons)
+                kinds.update({_kind(r) for r in reasons})
+            out.setdefault(collection, {})[mode] = {
+                "pages": len(rows),
+                "cautioned": cautioned,
+                "by_kind": dict(sorted(kinds.items())),
+            }
+    return out
+
+
+def _knows_origin() -> bool:
+    """Whether this checkout's trusted domains tell a collection of local files from one served from a domain."""
+    from reground.tools.stores.trusted_domains import TrustedDomains
+
+    return hasattr(TrustedDomains, "origin_known")
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from langgraph.checkpoint.memory import InMemorySaver
     from reground.evals.data.datasets import load_cases
@@ -83,6 +130,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     wanted = set(args.collections or docs)
     summary: dict[str, Any] = {"command": args.command, "chat_model": args.chat_model, "collections": {}}
     started = time.time()
+    if args.pages:
+        summary = {
+            "command": args.command,
+            "pages": page_cautions({c: docs[c] for c in wanted & set(docs)}, args.modes),
+        }
+        for mode in args.modes:
+            rows = [m[mode] for m in summary["pages"].values()]
+            summary[f"total_{mode}"] = {
+                "pages": sum(r["pages"] for r in rows),
+                "cautioned": sum(r["cautioned"] for r in rows),
+                "by_kind": dict(sum((Counter(r["by_kind"]) for r in rows), Counter())),
+            }
+        (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+        return summary
     with (out / "cautions.jsonl").open("w", encoding="utf-8") as log:
         for collection in sorted(wanted & set(docs)):
             mine = [c for c in cases if c.collection == collection]
@@ -149,6 +210,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--chat-model", default="scripted", help="'scripted' (offline) or a model spec")
     parser.add_argument("--answer-chars", type=int, default=400, help="characters of each cautioned reply kept")
+    parser.add_argument(
+        "--pages", action="store_true", help="quote each page whole as a reply citing itself (no store, no graph)"
+    )
     args = parser.parse_args(argv)
     args.command = "python -m reground.evals.runs.cautions " + " ".join(argv if argv is not None else sys.argv[1:])
     summary = run(args)

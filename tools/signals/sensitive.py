@@ -78,6 +78,17 @@ class Trust:
 
     domains: frozenset[str] = frozenset()
     known: bool = False
+    # Domains the collection's own pages link to repeatedly: a link to one is no contact to warn about (unless its
+    # host is risky or a look-alike), though no page or command is vouched for by it.
+    familiar: frozenset[str] = frozenset()
+
+    def contact_trusted(self, host: str) -> bool:
+        """Whether a contact's host needs no warning: trusted, or familiar and neither risky nor a look-alike."""
+        if self.host_trusted(host):
+            return True
+        return (
+            registrable_domain(host) in self.familiar and not risky_host(host) and not look_alike_of(host, self.domains)
+        )
 
     def host_trusted(self, host: str) -> bool:
         if PUBLIC_SECTOR_HOST.search(host):
@@ -119,7 +130,7 @@ def _off_domain(sentence: str, source_trusted: bool, trust: Trust) -> list[str]:
         host = host_of(contact)
         if host and off_the_internet(host):
             continue
-        if (host and not trust.host_trusted(host)) or (
+        if (host and not trust.contact_trusted(host)) or (
             not host and (PREMIUM_PHONE.search(contact.strip()) or not source_trusted)
         ):
             found.append(shown_contact(contact))

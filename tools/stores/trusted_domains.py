@@ -26,6 +26,7 @@ from typing import Any
 from reground.tools.adapters.paths import data_dir as default_data_dir
 from reground.tools.signals.contacts import contacts, document_domain_of, host_of, is_site, registrable_domain
 from reground.tools.signals.injection import FLAGS_KEY, split_sentences
+from reground.tools.signals.sensitive import Trust
 from reground.tools.tuning.stores import TRUSTED
 
 SETTINGS_DIR = "collection_settings"
@@ -47,6 +48,17 @@ class TrustedDomains:
     removed: tuple[str, ...] = ()
     documents: int = 0
     served: int = 0
+    familiar: tuple[str, ...] = ()
+
+    def trust(self, extra: frozenset[str] = frozenset()) -> Trust:
+        """What the reply check trusts: these domains plus `extra` (the context's), the origin known when some page
+        is served from a domain or domains were named; the familiar domains (those the collection's own pages link
+        to repeatedly) are no contact to warn about."""
+        return Trust(
+            self.domains | extra,
+            known=self.origin_known or bool(extra),
+            familiar=frozenset(self.familiar) - frozenset(self.removed),
+        )
 
     @property
     def origin_known(self) -> bool:
@@ -72,6 +84,7 @@ class TrustedDomains:
             "removed": list(self.removed),
             "documents": self.documents,
             "served": self.served,
+            "familiar": list(self.familiar),
         }
 
 
@@ -118,6 +131,20 @@ def learn(records: Iterable[Mapping[str, Any]]) -> tuple[tuple[str, ...], int]:
     return tuple(sorted(trusted)), total
 
 
+def familiar(records: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The domains the collection's own pages (of trusted or unknown origin) link to repeatedly: named by at least
+    `TRUSTED.min_documents` documents. Not trusted (no page served from one vouches for itself, no command may fetch
+    from one), but a link to one is the documentation's reference, not a contact offered to the reader. A planted
+    contact is one page's (the injection suites: every look-alike domain is)."""
+    rows = list(records)
+    trusted = {str(r["own"]) for r in rows if r.get("own")} & set(learn(rows)[0])
+    named: Counter[str] = Counter()
+    for row in rows:
+        if not row.get("own") or row["own"] in trusted:
+            named.update(set(row.get("named", [])))
+    return tuple(sorted(d for d, n in named.items() if n >= TRUSTED.min_documents))
+
+
 def settings_dir(store: Any = None, data_dir: str | os.PathLike[str] | None = None) -> Path:
     """Where a collection's settings live: the given data dir, else the store's (a search index's store's), else
     reground's data dir."""
@@ -160,6 +187,7 @@ def _trusted(record: Mapping[str, Any]) -> TrustedDomains:
         removed=tuple(sorted(record.get("removed") or [])),
         documents=total,
         served=sum(1 for r in rows if isinstance(r, Mapping) and r.get("own")),
+        familiar=familiar(r for r in rows if isinstance(r, Mapping)),
     )
 
 
