@@ -15,6 +15,7 @@ from reground.tools.text.chunking import chunk_document
 from reground.tools.text.loaders import load_paths
 from reground.tools.text.terminal import strip_terminal_controls
 from reground.tools.text.tokens import count_tokens
+from reground.tools.tuning.signals import HIDDEN_TEXT
 from reground.tools.tuning.stores import INGEST
 
 SENTENCES = [
@@ -29,7 +30,7 @@ def test_html_nested_past_the_cap_is_one_error_line_and_the_folder_loads(tmp_pat
     documents, errors = load_paths([tmp_path])
     assert [d.doc_id for d in documents] == ["fine.html"]
     assert len(errors) == 1 and errors[0].path.endswith("deep.html")
-    assert f"more than {INGEST.max_html_depth} levels deep" in errors[0].reason and "\n" not in errors[0].reason
+    assert f"more than {HIDDEN_TEXT.max_html_depth} levels deep" in errors[0].reason and "\n" not in errors[0].reason
 
 
 def test_void_and_closed_elements_add_no_depth(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ RULE_MODULES = (
     "reground.tools.signals.contacts",
     "reground.tools.signals.disguise",
     "reground.tools.signals.requests",
+    "reground.tools.text.colours",
     "reground.tools.text.hidden",
     "reground.tools.text.invisible",
     "reground.tools.text.sentences",

@@ -126,7 +126,7 @@ def _structured_chunks(doc: Document, max_tokens: int) -> list[Chunk]:
     """A markdown (or HTML-derived) page chunked by its structure (text/markdown_chunks.py)."""
     chunks: list[Chunk] = []
     pieces = structured_pieces(doc.text, doc.title, max_tokens, _budget_tokens)
-    pieces = _once(pieces, key=lambda piece: piece[:3])
+    pieces = _once(pieces, key=lambda piece: (piece[0], piece[1], piece[2]))  # section, variant, text
     for position, (section, variant, text, links) in enumerate(pieces):
         metadata = dict(doc.metadata)
         if variant:

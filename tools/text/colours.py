@@ -11,11 +11,20 @@ import colorsys
 import re
 
 Colour = tuple[float, float, float, float]  # red, green, blue in 0..1, alpha in 0..1
+CHANNEL_MAX = 255  # fact: a CSS colour channel's largest value
+PERCENT = 100  # fact: a CSS percentage's whole
+TURN_DEGREES = 360  # fact: a hue's turn in degrees
+HEX_BASE = 16  # fact: hexadecimal
+RGB, RGBA = 3, 4  # fact: channels without and with alpha
+# WCAG 2 relative luminance: the sRGB transfer function and the channels' weights, and the flare in a ratio.
+SRGB_LINEAR_LIMIT, SRGB_SLOPE, SRGB_OFFSET, SRGB_GAMMA = 0.03928, 12.92, 0.055, 2.4  # fact: WCAG 2 (sRGB)
+LUMINANCE_WEIGHTS = (0.2126, 0.7152, 0.0722)  # fact: WCAG 2 relative luminance
+CONTRAST_FLARE = 0.05  # fact: WCAG 2 contrast ratio
 
 BLACK: Colour = (0.0, 0.0, 0.0, 1.0)
 WHITE: Colour = (1.0, 1.0, 1.0, 1.0)
 # CSS named colours a page uses for text or backgrounds (the light ones matter most here); others read as unknown.
-NAMED: dict[str, Colour] = {
+NAMED: dict[str, Colour] = {  # fact: CSS named colour values
     "black": BLACK,
     "white": WHITE,
     "transparent": (0.0, 0.0, 0.0, 0.0),
@@ -53,7 +62,7 @@ def _channel(value: str, scale: float) -> float:
     if not match:
         raise ValueError(value)
     number = float(match.group(1))
-    return min(1.0, max(0.0, number / 100 if match.group(2) == "%" else number / scale))
+    return min(1.0, max(0.0, number / PERCENT if match.group(2) == "%" else number / scale))
 
 
 def parse_colour(value: str) -> Colour | None:
@@ -66,21 +75,21 @@ def parse_colour(value: str) -> Colour | None:
     function = _FUNCTION.search(text)
     if hex_colour and (not function or hex_colour.start() < function.start()):
         digits = hex_colour.group(1)
-        if len(digits) in (3, 4):
+        if len(digits) in (RGB, RGBA):  # the short form: each digit doubled
             digits = "".join(d * 2 for d in digits)
-        channels = [int(digits[i : i + 2], 16) / 255 for i in range(0, len(digits), 2)]
-        return (channels[0], channels[1], channels[2], channels[3] if len(channels) == 4 else 1.0)
+        channels = [int(digits[i : i + 2], HEX_BASE) / CHANNEL_MAX for i in range(0, len(digits), 2)]
+        return (channels[0], channels[1], channels[2], channels[3] if len(channels) == RGBA else 1.0)
     if function:
         parts = [p for p in re.split(r"[\s,/]+", function.group(2).strip()) if p]
         try:
-            if function.group(1).startswith("rgb") and len(parts) >= 3:
-                alpha = _channel(parts[3], 1.0) if len(parts) > 3 else 1.0
-                return (_channel(parts[0], 255), _channel(parts[1], 255), _channel(parts[2], 255), alpha)
-            if function.group(1).startswith("hsl") and len(parts) >= 3:
-                hue = float(_NUMBER.fullmatch(parts[0]).group(1)) / 360 % 1.0  # type: ignore[union-attr]
-                lightness, saturation = _channel(parts[2], 100), _channel(parts[1], 100)
+            alpha = _channel(parts[RGB], 1.0) if len(parts) > RGB else 1.0
+            if function.group(1).startswith("rgb") and len(parts) >= RGB:
+                red, green, blue = (_channel(part, CHANNEL_MAX) for part in parts[:RGB])
+                return (red, green, blue, alpha)
+            if function.group(1).startswith("hsl") and len(parts) >= RGB:
+                hue = float(_NUMBER.fullmatch(parts[0]).group(1)) / TURN_DEGREES % 1.0  # type: ignore[union-attr]
+                lightness, saturation = _channel(parts[2], PERCENT), _channel(parts[1], PERCENT)
                 red, green, blue = colorsys.hls_to_rgb(hue, lightness, saturation)
-                alpha = _channel(parts[3], 1.0) if len(parts) > 3 else 1.0
                 return (red, green, blue, alpha)
         except (ValueError, AttributeError):
             return None
@@ -93,20 +102,21 @@ def parse_colour(value: str) -> Colour | None:
 
 def blend(front: Colour, behind: Colour) -> Colour:
     """`front` painted over `behind` (opaque behind: an opaque result)."""
-    alpha = front[3]
-    mixed = [alpha * f + (1 - alpha) * b for f, b in zip(front[:3], behind[:3], strict=True)]
-    return (mixed[0], mixed[1], mixed[2], alpha + (1 - alpha) * behind[3])
+    alpha = front[RGB]
+    mixed = [alpha * f + (1 - alpha) * b for f, b in zip(front[:RGB], behind[:RGB], strict=True)]
+    return (mixed[0], mixed[1], mixed[2], alpha + (1 - alpha) * behind[RGB])
 
 
 def _luminance(colour: Colour) -> float:
     def linear(channel: float) -> float:
-        return channel / 12.92 if channel <= 0.03928 else ((channel + 0.055) / 1.055) ** 2.4
+        if channel <= SRGB_LINEAR_LIMIT:
+            return channel / SRGB_SLOPE
+        return float(((channel + SRGB_OFFSET) / (1 + SRGB_OFFSET)) ** SRGB_GAMMA)
 
-    red, green, blue = (linear(c) for c in colour[:3])
-    return 0.2126 * red + 0.7152 * green + 0.0722 * blue
+    return sum(weight * linear(c) for weight, c in zip(LUMINANCE_WEIGHTS, colour[:RGB], strict=True))
 
 
 def contrast(text: Colour, background: Colour) -> float:
     """WCAG contrast ratio of text over a background (1..21), the text blended over it first."""
     lighter, darker = sorted((_luminance(blend(text, background)), _luminance(background)), reverse=True)
-    return (lighter + 0.05) / (darker + 0.05)
+    return (lighter + CONTRAST_FLARE) / (darker + CONTRAST_FLARE)

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from reground.tools.text.colours import BLACK, WHITE, Colour, blend, contrast, parse_colour
-from reground.tools.tuning.stores import INGEST
+from reground.tools.text.colours import BLACK, PERCENT, WHITE, Colour, blend, contrast, parse_colour
+from reground.tools.tuning.signals import HIDDEN_TEXT
 
 DEFAULT_FONT_PT = 12.0  # fact: a browser's default font size (16 px)
 PT_PER_PX = 0.75  # fact: CSS points per pixel
@@ -140,7 +140,7 @@ def _font_pt(value: str | None, inherited: float) -> float:
     if not match:
         return inherited
     number, unit = float(match.group(1)), match.group(2) or "px"
-    scale = {"pt": 1.0, "px": PT_PER_PX, "em": inherited, "rem": DEFAULT_FONT_PT, "%": inherited / 100}
+    scale = {"pt": 1.0, "px": PT_PER_PX, "em": inherited, "rem": DEFAULT_FONT_PT, "%": inherited / PERCENT}
     return number * scale.get(unit, inherited if unit else PT_PER_PX)
 
 
@@ -155,11 +155,11 @@ class _Shown:
 
 def _faint(shown: _Shown) -> bool:
     """Whether text painted so reads as nothing: too small, or too close to the colour behind it."""
-    if shown.font_pt <= INGEST.hidden_font_pt:
+    if shown.font_pt <= HIDDEN_TEXT.font_pt:
         return True
     if shown.background is None:
         return False
-    return contrast(shown.colour, shown.background) < INGEST.min_text_contrast
+    return contrast(shown.colour, shown.background) < HIDDEN_TEXT.min_contrast
 
 
 def strip_hidden_html(markup: str) -> str:
@@ -246,6 +246,46 @@ def hidden_segments(text: str) -> list[str]:
     return [" ".join(f.split()) for f in found if f.strip()]
 
 
+# Elements that never hold others. Every other unclosed element nests what follows, as the parser (bs4's
+# html.parser) builds it: `<p>a<p>b` is two levels.
+_VOID = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"}
+)
+
+
+class HtmlTooDeepError(ValueError):
+    """A page whose elements nest deeper than a reader's page ever does (a malformed or hostile file)."""
+
+
+def check_depth(markup: str, limit: int = HIDDEN_TEXT.max_html_depth) -> None:
+    """Raise HtmlTooDeepError when the page's elements nest deeper than `limit`; stops reading there, so a page of
+    25,000 unclosed tags costs what its first `limit` do (parsing it whole grows with the square of its depth)."""
+    from html.parser import HTMLParser
+
+    class _Depth(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=False)
+            self.open: list[str] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag in _VOID:
+                return
+            self.open.append(tag)
+            if len(self.open) > limit:
+                raise HtmlTooDeepError(
+                    f"its elements nest more than {limit} levels deep (unclosed tags?); no page a person reads does"
+                )
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag in self.open:
+                while self.open.pop() != tag:
+                    pass
+
+    reader = _Depth()
+    reader.feed(markup)
+    reader.close()
+
+
 def strip_hidden(text: str) -> str:
     """Text without what a reader does not see: HTML comments, hidden elements, markdown comments, zero-width lines
     (the HTML loader strips it before parsing; the injection rules read the visible rest). An HTML page is read
@@ -260,8 +300,6 @@ def strip_hidden_counted(text: str) -> tuple[str, int]:
     text = text.removeprefix("\ufeff")
     dropped = 0
     if _HTML_PAGE.search(text):
-        from reground.tools.text.html_markdown import HtmlTooDeepError, check_depth
-
         try:
             check_depth(text)
             text, dropped = hidden_html(text)
@@ -275,7 +313,7 @@ def strip_hidden_counted(text: str) -> tuple[str, int]:
 
 # An inline element with attributes that can hide it, its body (at most INLINE_BODY_CHARS, no nested element of its
 # own name) and its end: bounded, so a page of unclosed tags costs linear time.
-INLINE_BODY_CHARS = 4000
+INLINE_BODY_CHARS = HIDDEN_TEXT.inline_body_chars
 _INLINE_ELEMENT = re.compile(
     r"<(?P<tag>[a-zA-Z][a-zA-Z0-9]*)\b(?P<attrs>[^<>]*\b(?:style|hidden|color|aria-hidden)\b[^<>]*)>"
     rf"(?P<body>(?:(?!</?(?P=tag)\b).){{0,{INLINE_BODY_CHARS}}}?)</(?P=tag)\s*>",

@@ -13,7 +13,6 @@ import re
 from typing import Any
 
 from reground.tools.text.markdown import code_fence
-from reground.tools.tuning.stores import INGEST
 
 _SKIP = frozenset({"script", "style", "nav", "footer", "noscript", "template", "head", "title", "svg", "button"})
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}  # fact: HTML's six heading levels
@@ -131,46 +130,6 @@ class _Writer:
             self.walk(node, indent + "    ")
         else:
             self.walk(node, indent)
-
-
-# Elements that never hold others. Every other unclosed element nests what follows, as the parser (bs4's
-# html.parser) builds it: `<p>a<p>b` is two levels.
-_VOID = frozenset(
-    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"}
-)
-
-
-class HtmlTooDeepError(ValueError):
-    """A page whose elements nest deeper than a reader's page ever does (a malformed or hostile file)."""
-
-
-def check_depth(markup: str, limit: int = INGEST.max_html_depth) -> None:
-    """Raise HtmlTooDeepError when the page's elements nest deeper than `limit`; stops reading there, so a page of
-    25,000 unclosed tags costs what its first `limit` do (parsing it whole grows with the square of its depth)."""
-    from html.parser import HTMLParser
-
-    class _Depth(HTMLParser):
-        def __init__(self) -> None:
-            super().__init__(convert_charrefs=False)
-            self.open: list[str] = []
-
-        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-            if tag in _VOID:
-                return
-            self.open.append(tag)
-            if len(self.open) > limit:
-                raise HtmlTooDeepError(
-                    f"its elements nest more than {limit} levels deep (unclosed tags?); no page a person reads does"
-                )
-
-        def handle_endtag(self, tag: str) -> None:
-            if tag in self.open:
-                while self.open.pop() != tag:
-                    pass
-
-    reader = _Depth()
-    reader.feed(markup)
-    reader.close()
 
 
 def html_markdown(markup: str) -> tuple[str, str]:

@@ -192,8 +192,8 @@ def html_text(markup: str, fallback_title: str = "") -> tuple[str, str]:
 
 def _html_text(markup: str, fallback_title: str = "") -> tuple[str, str, int]:
     """(title, text, characters of hidden text dropped) of an HTML page."""
-    from reground.tools.text.hidden import strip_hidden_counted
-    from reground.tools.text.html_markdown import check_depth, html_markdown
+    from reground.tools.text.hidden import check_depth, strip_hidden_counted
+    from reground.tools.text.html_markdown import html_markdown
 
     check_depth(markup)  # one line for a page nested past any reader's, before anything slower reads it
     visible, hidden = strip_hidden_counted(markup)  # text a reader does not see is not content

@@ -1,6 +1,6 @@
 """PDF text a reader never sees, dropped before the text is extracted: text painted in the colour behind it (white
 on a white page, near-white, the colour of a filled box under it), text whose rendered size is at most
-INGEST.hidden_font_pt points, text in an invisible render mode (3: neither filled nor stroked; 7: a clip only), and
+HIDDEN_TEXT.font_pt points, text in an invisible render mode (3: neither filled nor stroked; 7: a clip only), and
 text placed outside the page.
 
 A page's content stream is read once, operator by operator, keeping the graphics state a viewer keeps (the
@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from reground.tools.text.colours import BLACK, WHITE, Colour, contrast
-from reground.tools.tuning.stores import INGEST
+from reground.tools.tuning.signals import HIDDEN_TEXT
 
 Matrix = tuple[float, float, float, float, float, float]
 IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
@@ -27,7 +27,9 @@ STROKE_MODES = frozenset({1, 5})  # fact: render modes that only stroke the glyp
 _SHOW = frozenset({b"Tj", b"TJ", b"'", b'"'})
 _FILL = frozenset({b"f", b"F", b"f*", b"B", b"B*", b"b", b"b*"})
 _PATH_END = frozenset({b"n", b"S", b"s", *_FILL})
-RECTANGLES_KEPT = 512  # filled rectangles remembered as backgrounds (the latest drawn wins)
+RECTANGLES_KEPT = HIDDEN_TEXT.pdf_backgrounds_kept
+MATRIX, RECTANGLE = 6, 4  # fact: the numbers of a PDF matrix (a b c d e f) and of a rectangle (x y w h)
+GRAY, RGB, CMYK = 1, 3, 4  # fact: the components of PDF's device colour spaces
 
 
 def _multiply(m: Matrix, n: Matrix) -> Matrix:
@@ -50,11 +52,11 @@ def _apply(m: Matrix, x: float, y: float) -> tuple[float, float]:
 def _colour(values: list[float]) -> Colour | None:
     """A device colour from its components: one (gray), three (RGB) or four (CMYK); others (a pattern) unknown."""
     clamp = [min(1.0, max(0.0, v)) for v in values]
-    if len(clamp) == 1:
+    if len(clamp) == GRAY:
         return (clamp[0], clamp[0], clamp[0], 1.0)
-    if len(clamp) == 3:
+    if len(clamp) == RGB:
         return (clamp[0], clamp[1], clamp[2], 1.0)
-    if len(clamp) == 4:
+    if len(clamp) == CMYK:
         c, m, y, k = clamp
         return ((1 - c) * (1 - k), (1 - m) * (1 - k), (1 - y) * (1 - k), 1.0)
     return None
@@ -122,7 +124,7 @@ class _Reader:
             return True
         rendering = _multiply(self.text_matrix, state.ctm)
         scale = math.sqrt(abs(rendering[0] * rendering[3] - rendering[1] * rendering[2]))
-        if abs(state.font_size) * scale <= INGEST.hidden_font_pt:
+        if abs(state.font_size) * scale <= HIDDEN_TEXT.font_pt:
             return True
         x, y = rendering[4], rendering[5]
         left, bottom, right, top = self.box
@@ -132,7 +134,7 @@ class _Reader:
         behind = next((r.colour for r in reversed(self.rectangles) if r.holds(x, y)), WHITE)
         if paint is None or behind is None:
             return False
-        return contrast(paint, behind) < INGEST.min_text_contrast
+        return contrast(paint, behind) < HIDDEN_TEXT.min_contrast
 
     def step(self, operator: bytes, operands: list[Any]) -> None:
         """Update the state for one operator (a text-showing one's own move is applied by the caller)."""
@@ -142,7 +144,7 @@ class _Reader:
             self.saved.append(state)
         elif operator == b"Q":
             self.state = self.saved.pop() if self.saved else _State()
-        elif operator == b"cm" and len(numbers) == 6:
+        elif operator == b"cm" and len(numbers) == MATRIX:
             self.state = replace(state, ctm=_multiply(tuple(numbers), state.ctm))  # type: ignore[arg-type]
         elif operator in (b"g", b"rg", b"k"):
             self.state = replace(state, fill=_colour(numbers))
@@ -169,11 +171,11 @@ class _Reader:
         elif operator == b"TD" and len(numbers) == 2:
             self.state = replace(state, leading=-numbers[1])
             self._move_line(numbers[0], numbers[1])
-        elif operator == b"Tm" and len(numbers) == 6:
+        elif operator == b"Tm" and len(numbers) == MATRIX:
             self.text_matrix = self.line_matrix = tuple(numbers)  # type: ignore[assignment]
         elif operator in (b"T*", b"'", b'"'):
             self._move_line(0.0, -state.leading)
-        elif operator == b"re" and len(numbers) == 4:
+        elif operator == b"re" and len(numbers) == RECTANGLE:
             x, y, w, h = numbers
             corners = [_apply(state.ctm, cx, cy) for cx, cy in ((x, y), (x + w, y), (x, y + h), (x + w, y + h))]
             xs, ys = [c[0] for c in corners], [c[1] for c in corners]
@@ -204,7 +206,7 @@ def strip_hidden_text(page: Any) -> int:
     return dropped
 
 
-FORM_DEPTH = 8  # form XObjects drawn inside forms are followed this deep (a cycle ends there)
+FORM_DEPTH = HIDDEN_TEXT.pdf_form_depth
 
 
 def _filtered(
@@ -244,7 +246,7 @@ def _form(name: str, reader: _Reader, resources: Any, pdf: Any, depth: int) -> i
         return 0
     matrix = _numbers(list(form.get("/Matrix", [])))
     inner = _Reader(reader.box)
-    if len(matrix) == 6:
+    if len(matrix) == MATRIX:
         a, b, c, d, e, f = matrix
         inner.state = replace(reader.state, ctm=_multiply((a, b, c, d, e, f), reader.state.ctm))
     else:

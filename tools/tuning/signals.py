@@ -40,6 +40,27 @@ class TextChecks:
 
 
 @dataclass(frozen=True)
+class HiddenText:
+    """Text a reader cannot see, dropped at ingest (text/hidden.py, text/pdf_hidden.py) and read apart by the
+    injection rules."""
+
+    # A font of at most this many points, or a colour whose WCAG contrast with what lies behind it is under this
+    # ratio (1: the same colour; on white #fefefe is 1.01 and #eee 1.16, dropped; gold #ffd700 1.40, a sponsor
+    # heading of a techdocs page, and a light grey #ccc 1.6 are kept).
+    font_pt: float = 2.0
+    min_contrast: float = 1.2
+    # HTML nested deeper than this is refused with one line (no page a person reads nests so deep; reading time
+    # would grow with the square of the depth, and the readers recurse per level).
+    max_html_depth: int = 256
+    # An inline element's body read for hiding, at most (a page of unclosed tags stays linear); the filled PDF
+    # rectangles remembered as what lies behind later text (the latest drawn wins); form XObjects followed inside
+    # forms (a cycle ends there).
+    inline_body_chars: int = 4000
+    pdf_backgrounds_kept: int = 512
+    pdf_form_depth: int = 8
+
+
+@dataclass(frozen=True)
 class Stuffing:
     """Keyword stuffing (signals/stuffing.py): a chunk whose words and character sequences both repeat. Over the
     chunks of doc2dial, MTRAG-UN, techdocs and the demo corpus no honest chunk passes both thresholds (a list of
@@ -88,3 +109,4 @@ STUFFING: Final = Stuffing()
 CONFLICTS: Final = Conflicts()
 OPTIONS: Final = Options()
 TEXT_CHECKS: Final = TextChecks()
+HIDDEN_TEXT: Final = HiddenText()

@@ -93,15 +93,6 @@ class Ingest:
     repaired_named: int = 5
     # Chunks flagged and embedded as one part of a document: the progress bar moves within a large file this often.
     part_chunks: int = 256
-    # Text a reader cannot see is dropped at ingest (text/hidden.py, text/pdf_hidden.py): a font of at most this
-    # many points, or a colour whose WCAG contrast with what lies behind it is under this ratio (1: the same
-    # colour; on white #fefefe is 1.01 and #eee 1.16, dropped; gold #ffd700 1.40, a sponsor heading of a
-    # techdocs page, and a light grey #ccc 1.6 are kept).
-    hidden_font_pt: float = 2.0
-    min_text_contrast: float = 1.2
-    # HTML nested deeper than this is refused with one line (no page a person reads nests so deep; reading time
-    # would grow with the square of the depth).
-    max_html_depth: int = 256
     # Files are indexed as they are read, in batches of up to this many documents, a batch handed on early when no
     # file has been read for `flush_idle_s` seconds: a slow file holds up nothing read before it. Each batch
     # rewrites the collection's document records once, so a large corpus goes in few, large batches.
