@@ -54,6 +54,7 @@ _INSTALLER = re.compile(
     re.IGNORECASE,
 )
 _CONTINUATION = re.compile(r"\s*(?:\\|`|\^)\n\s*")
+_SEGMENT_END = re.compile(r"`|&&|\|\||;|\|(?!\|)|\.\s|\s#")
 
 
 @dataclass(frozen=True)
@@ -77,9 +78,13 @@ def fetch_commands(text: str) -> list[FetchCommand]:
         downloads = bool(_DOWNLOADER.search(line)) and bool(
             _PIPE_TO_RUN.search(line) or _SUBSTITUTED.search(line) or _THEN_RUN.search(line)
         )
-        installs = bool(_INSTALLER.search(line))
-        if not (downloads or installs):
-            continue
+        installer = _INSTALLER.search(line)
+        # An installer fetches the links of its own command: up to the end of its code span or its command.
+        segment = _SEGMENT_END.split(line[installer.start() :], maxsplit=1)[0] if installer else ""
+        if not downloads:
+            links = _LINK.findall(segment)
+            if not links:
+                continue
         command = " ".join(line.strip().strip("`").split())
         for link in links:
             host = host_of(_scp_to_url(link.rstrip(".,:")))

@@ -50,10 +50,11 @@ PREMIUM_PHONE = re.compile(
     r"|^(?:\+44[\s.-]?|0)9\d{2}\b|^(?:\+33[\s.-]?|0)8[\s.]?9|^\+34[\s.-]?(?:80[3-7]|90[57])",
 )
 _IP = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
-# Hosts no message can reach on the internet: the user's own machine, the example domains of RFC 2606 and
-# single-label names. Documentation is full of them (http://127.0.0.1:8000/docs).
+# Hosts no message can reach on the internet: the user's own machine, the example domains of RFC 2606, single-label
+# names and private network addresses (RFC 1918: a docker VM's 192.168.99.100). Documentation is full of them (http://127.0.0.1:8000/docs).
 _OFF_THE_INTERNET = re.compile(
-    r"^(?:localhost|127(?:\.\d{1,3}){3}|0\.0\.0\.0|::1|[^.]+)$|\.localhost$|(?:^|\.)example\.(?:com|org|net)$",
+    r"^(?:localhost|127(?:\.\d{1,3}){3}|0\.0\.0\.0|::1|[^.]+)$|\.localhost$|(?:^|\.)example\.(?:com|org|net)$"
+    r"|^(?:10(?:\.\d{1,3}){3}|192\.168(?:\.\d{1,3}){2}|172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2})$",  # private
     re.IGNORECASE,
 )
 _TWO_LEVEL_SUFFIX = re.compile(r"\.(?:co|com|org|net|gov|ac|gob|gouv)\.[a-z]{2}$", re.IGNORECASE)
