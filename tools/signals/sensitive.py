@@ -78,8 +78,8 @@ class Trust:
 
     domains: frozenset[str] = frozenset()
     known: bool = False
-    # Domains the collection's own pages link to repeatedly: a link to one is no contact to warn about (unless its
-    # host is risky or a look-alike), though no page or command is vouched for by it.
+    # Domains the collection's own pages link to repeatedly: a link to one, or a command fetching from one, is no
+    # contact to warn about (unless its host is risky or a look-alike), though no page is vouched for by it.
     familiar: frozenset[str] = frozenset()
 
     def contact_trusted(self, host: str) -> bool:
@@ -102,8 +102,15 @@ class Trust:
         return domain is None or not self.known or self.host_trusted(domain)
 
     def code_host_trusted(self, host: str) -> bool:
-        """Whether a command may fetch code from this host: one of the trusted domains, nothing else."""
-        return bool(host) and (registrable_domain(host) in self.domains or off_the_internet(host))
+        """Whether a command may fetch code from this host: one of the trusted domains, or one the collection's own
+        pages name repeatedly (pip's docs and pypi.org) that is neither risky nor a look-alike. One planted page
+        naming its host is not enough."""
+        own = registrable_domain(host)
+        return bool(host) and (
+            own in self.domains
+            or off_the_internet(host)
+            or (own in self.familiar and not risky_host(host) and not look_alike_of(host, self.domains))
+        )
 
     def named(self) -> str:
         return ", ".join(sorted(self.domains)) or "none"

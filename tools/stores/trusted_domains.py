@@ -133,8 +133,8 @@ def learn(records: Iterable[Mapping[str, Any]]) -> tuple[tuple[str, ...], int]:
 
 def familiar(records: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
     """The domains the collection's own pages (of trusted or unknown origin) link to repeatedly: named by at least
-    `TRUSTED.min_documents` documents. Not trusted (no page served from one vouches for itself, no command may fetch
-    from one), but a link to one is the documentation's reference, not a contact offered to the reader. A planted
+    `TRUSTED.min_documents` documents. Not trusted (no page served from one vouches for itself), but a link to one,
+    or a command fetching from one, is the documentation's reference, not a contact offered to the reader. A planted
     contact is one page's (the injection suites: every look-alike domain is)."""
     rows = list(records)
     trusted = {str(r["own"]) for r in rows if r.get("own")} & set(learn(rows)[0])
