@@ -7,9 +7,10 @@ on (question, unit) pairs of developer documentation (evals/train/unit_scorer.py
 holding the turn's `must_contain` against the other units of its candidates) and weak pairs from other
 documentation sets. Its logit is one input of the unit ranker when the ranker's weights name it.
 
-int8 ONNX (the reader's body, a float head), shipped with the package (reground/data/units/unit_scorer-int8.onnx,
-sha256-pinned); `REGROUND_DOC_MODELS` swaps it for a leave-one-corpus-out fold's, as for the other documentation
-models. Never trained at run time.
+int8 ONNX (the reader's body, a float head). None ships: refitting only the head on 2 CPU cores did not lift the
+eight-set leave-one-corpus-out ranking (docs/experiments.md), so the shipped unit ranker does not name it and it is
+never loaded. A scorer is read from the `REGROUND_DOC_MODELS` folder (a leave-one-corpus-out fold's, or one fitted on
+your documentation); a package file would be sha256-pinned here. Never trained at run time.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from reground.tools.adapters.embeddings import MINILM_TOKENIZER, file_sha256, pa
 from reground.tools.tuning.models import READER
 
 UNIT_SCORER_FILE = "unit_scorer-int8.onnx"
-UNIT_SCORER_SHA256 = ""  # set when the shipped scorer is trained (evals/train/unit_scorer.py)
+UNIT_SCORER_SHA256 = ""  # no scorer ships (see above): a package file would fail this check
 SCORER_FEATURE = "scorer"  # its name among the unit ranker's inputs
 
 
