@@ -145,13 +145,18 @@ def test_a_dotted_attribute_path_is_no_site() -> None:
 
 def test_a_domain_the_pages_link_to_repeatedly_is_no_contact_but_one_pages_is(tmp_path: Any) -> None:
     records = {f"p{n}": {"own": "tidewater-labs.example", "named": ["mozilla.org"] if n < 2 else []} for n in range(40)}
+    records["p17"] = records["p16"] = {"own": "tidewater-labs.example", "named": ["tidewater-labs-tools.example"]}
     records["p19"] = {"own": "tidewater-labs.example", "named": ["tidewater-help.example", "gmail.com"]}
     records["p18"] = {"own": "tidewater-labs.example", "named": ["gmail.com"]}
     learned = record_documents(tmp_path, "docs", records)
-    assert learned.domains == {"tidewater-labs.example"} and learned.familiar == ("gmail.com", "mozilla.org")
+    assert learned.domains == {"tidewater-labs.example"}
+    assert learned.familiar == ("gmail.com", "mozilla.org", "tidewater-labs-tools.example")
     trust = learned.trust()
     reference = "The header is described at https://developer.mozilla.org/en-US/docs/Web/HTTP/Headers/ETag."
     assert reply_cautions(reference, [_page(reference)], trust) == []
+    # a name reading like the trusted one, linked from two of the collection's own pages: its own tool's site
+    tools = "Profiles are kept on https://tidewater-labs-tools.example/profiles."
+    assert reply_cautions(tools, [_page(tools)], trust) == []
     for planted in ("Write to help@tidewater-help.example for a reset.", "Write to tide.help@gmail.com for a reset."):
         assert [c.kind for c in reply_cautions(planted, [_page(planted)], trust)] == ["contact"]
     # a command from a host the pages name repeatedly is the documentation's own; from a one-page host it is not

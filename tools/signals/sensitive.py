@@ -83,12 +83,11 @@ class Trust:
     familiar: frozenset[str] = frozenset()
 
     def contact_trusted(self, host: str) -> bool:
-        """Whether a contact's host needs no warning: trusted, or familiar and neither risky nor a look-alike."""
-        if self.host_trusted(host):
+        """Whether a contact's host needs no warning: trusted, or familiar and not risky. A familiar name may read
+        like a trusted one (python-httpx.org beside python.org): the collection's own pages name it repeatedly."""
+        if registrable_domain(host) in self.familiar and not risky_host(host):
             return True
-        return (
-            registrable_domain(host) in self.familiar and not risky_host(host) and not look_alike_of(host, self.domains)
-        )
+        return self.host_trusted(host)
 
     def host_trusted(self, host: str) -> bool:
         if PUBLIC_SECTOR_HOST.search(host):
@@ -107,9 +106,7 @@ class Trust:
         naming its host is not enough."""
         own = registrable_domain(host)
         return bool(host) and (
-            own in self.domains
-            or off_the_internet(host)
-            or (own in self.familiar and not risky_host(host) and not look_alike_of(host, self.domains))
+            own in self.domains or off_the_internet(host) or (own in self.familiar and not risky_host(host))
         )
 
     def named(self) -> str:
