@@ -32,6 +32,7 @@ from reground.commands.ask_worker import (
     resolved_data_dir,
     send_message,
 )
+from reground.tools.tuning.models import ASK_WORKER
 
 SOCKET = "ask-worker.sock"
 LOG = "ask-worker.log"
@@ -94,7 +95,9 @@ def serve(data: str | None, collections: list[str], idle_s: float) -> int:
     path = record_file.with_name(SOCKET)
     path.unlink(missing_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old_umask = os.umask(0o077)  # the socket answers from this user's documents: only this user may connect
+    old_umask = os.umask(
+        0o077
+    )  # fact: a file mode; the socket answers from this user's documents: only this user may connect
     try:
         listener.bind(str(path))
     finally:
@@ -169,10 +172,10 @@ def cmd_start(args: argparse.Namespace) -> int:
             return 0
         if process.poll() is not None:
             break
-        time.sleep(0.2)
+        time.sleep(ASK_WORKER.start_poll_s)
     if process.poll() is None:
         process.terminate()
-    tail = " ".join(log.read_text(encoding="utf-8", errors="replace").split()[-60:])
+    tail = " ".join(log.read_text(encoding="utf-8", errors="replace").split()[-ASK_WORKER.log_tail_words :])
     raise ModelError(f"the ask worker did not start (log {log}): {tail}")
 
 
@@ -194,18 +197,18 @@ def cmd_stop(args: argparse.Namespace) -> int:
         return 0
     pid = int(record["pid"])
     os.kill(pid, signal.SIGTERM)
-    for _ in range(100):
+    for _ in range(ASK_WORKER.stop_polls):
         try:
             os.kill(pid, 0)
         except OSError:
             break
-        time.sleep(0.05)
+        time.sleep(ASK_WORKER.stop_poll_s)
     print(f"stopped the ask worker (pid {pid})")
     return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    return serve(args.data_dir, list(args.collection or ()), 60.0 * args.idle_minutes)
+    return serve(args.data_dir, list(args.collection or ()), 60.0 * args.idle_minutes)  # fact: seconds a minute
 
 
 def add_commands(subparsers: Any) -> None:
@@ -222,7 +225,10 @@ def add_commands(subparsers: Any) -> None:
             help="load this collection before serving (repeatable): its first question is as fast as the next",
         )
         sub.add_argument(
-            "--idle-minutes", type=float, default=60.0, help="stop after this long without a question (0: never)"
+            "--idle-minutes",
+            type=float,
+            default=ASK_WORKER.idle_minutes,
+            help="stop after this long without a question (0: never)",
         )
     status = commands.add_parser("status", help="show the worker of this data dir")
     status.set_defaults(func=cmd_status)

@@ -119,6 +119,20 @@ class LocalServer:
 
 
 @dataclass(frozen=True)
+class AskWorker:
+    """The warm process `reground ask` hands its question to (reground/commands/worker.py)."""
+
+    # `worker start`: how often it looks for the started worker's record; words of its log shown when it fails.
+    start_poll_s: float = 0.2
+    log_tail_words: int = 60
+    # `worker stop`: SIGTERM, then look this often, this many times, for the process to be gone.
+    stop_polls: int = 100
+    stop_poll_s: float = 0.05
+    # A worker with no question for this long stops (`--idle-minutes`; 0: never).
+    idle_minutes: float = 60.0
+
+
+@dataclass(frozen=True)
 class Reader:
     """The cross-encoder that reads (question, sentence) pairs (adapters/cross_encoder.py). The lengths are those it
     was trained with (evals/train/reader_train.py); changing them changes what it reads."""
@@ -146,3 +160,4 @@ ENDPOINTS: Final = Endpoints()
 EMBEDDINGS: Final = Embeddings()
 LOCAL_SERVER: Final = LocalServer()
 READER: Final = Reader()
+ASK_WORKER: Final = AskWorker()

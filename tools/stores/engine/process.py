@@ -71,13 +71,13 @@ def local_engine_status(data_dir: str | Path) -> EngineStatus | None:
     lines = (path / "postmaster.pid").read_text(encoding="utf-8", errors="replace").splitlines()
     # postmaster.pid: pid, data dir, start time, port, socket dir, listen address, shared memory key, status
     field = dict(enumerate(line.strip() for line in lines))
-    port = field.get(3, "")
+    port = field.get(3, "")  # fact: postmaster.pid's line numbers (PostgreSQL's file format)
     return EngineStatus(
         data_dir=path,
         pid=int(field[0]),
         port=int(port) if port.isdigit() else 0,
-        socket_dir=field.get(4, ""),
-        state=field.get(7, "") or "starting",
+        socket_dir=field.get(4, ""),  # fact: postmaster.pid's line numbers
+        state=field.get(7, "") or "starting",  # fact: postmaster.pid's line numbers
     )
 
 
