@@ -440,7 +440,7 @@ def across(folds: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
         values = [float(f[name]) for f in folds.values() if f.get(name) is not None]
         if not values:
             continue
-        mean[name] = sum(values) if name in COUNTS else round(sum(values) / len(values), 4)
+        mean[name] = int(sum(values)) if name in COUNTS else round(sum(values) / len(values), 4)
         worst[name] = min(values) if higher else max(values)
     return {"mean": mean, "worst": worst}
 
