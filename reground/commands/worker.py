@@ -38,7 +38,7 @@ SOCKET = "ask-worker.sock"
 LOG = "ask-worker.log"
 WARM_UP_QUESTION = "What does this collection cover?"  # any question: the first turn loads what every turn needs
 WARM_UP_THREAD = "reground-worker-warm-up"
-START_TIMEOUT_S = 300.0  # fact: a cold start on a loaded 2-core machine took tens of seconds; the start waits this long
+START_TIMEOUT_S = ASK_WORKER.start_timeout_s
 
 
 # --- the worker process ---------------------------------------------------------------------------------------

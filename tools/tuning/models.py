@@ -122,7 +122,9 @@ class LocalServer:
 class AskWorker:
     """The warm process `reground ask` hands its question to (reground/commands/worker.py)."""
 
-    # `worker start`: how often it looks for the started worker's record; words of its log shown when it fails.
+    # `worker start`: how long the worker may take to load (a cold start on a loaded 2-core machine took tens of
+    # seconds), how often it looks for the started worker's record; words of its log shown when it fails.
+    start_timeout_s: float = 300.0
     start_poll_s: float = 0.2
     log_tail_words: int = 60
     # `worker stop`: SIGTERM, then look this often, this many times, for the process to be gone.
