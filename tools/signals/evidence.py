@@ -269,14 +269,15 @@ def turn_evidence_vectors(
     dialogue_weight: float = 0.0,
     continuity_weight: float = 0.0,
 ) -> tuple[list[Evidence], np.ndarray, np.ndarray, np.ndarray | None]:
-    """The passage sentences closest to a turn's question: its words (plus, for a follow-up that was not rewritten,
-    the user's previous message), its vector and, given `dialogue_query`, the vector of the question read in its
+    """The passage sentences closest to a turn's question: its words (plus, for a follow-up that was not rewritten, the
+    user's previous message), its vector and, given `dialogue_query`, the vector of the question read in its
     dialogue (weighted `dialogue_weight`), and how closely they follow the previous reply (`continuity_weight`).
     Sentences the previous reply already said, and units whose every code name it gave, are left out, unless the
-    question asks for one again (`asked_again`): they are not the answer to a follow-up. `embed` maps texts to unit vectors (the retriever's
-    cached MiniLM); the sentences' vectors come from the store when it kept them at ingest, so a turn embeds at most
-    the question. Returns (evidence best first, every sentence's vector in `order` order, the question's vector, the
-    dialogue reading's vector or None): what the judge (tools/signals/judge.py) reads beside the evidence."""
+    question asks for one again (`asked_again`): they are not the answer to a follow-up. `embed` maps texts to unit
+    vectors (the retriever's cached MiniLM); the sentences' vectors come from the store when it kept them at ingest,
+    so a turn embeds at most the question. Returns (evidence best first, every sentence's vector in `order` order,
+    the question's vector, the dialogue reading's vector or None): what the judge (tools/signals/judge.py) reads
+    beside the evidence."""
     lexical_query = question
     if not rewritten:
         previous_user = next((str(t["text"]) for t in reversed(history) if t.get("role") == "user"), "")
