@@ -96,6 +96,6 @@ def fetch_commands(text: str) -> list[FetchCommand]:
 def _scp_to_url(link: str) -> str:
     """git@host:owner/repo read as a link to host."""
     if link.lower().startswith("git@"):
-        host, _, path = link[4:].partition(":")
+        host, _, path = link[len("git@") :].partition(":")
         return f"ssh://{host}/{path}"
     return link

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reground.tools.signals.disguise import CONFUSABLES, normalise_for_check
+from reground.tools.tuning.signals import OPTIONS
 
 _URL = re.compile(
     r"\b(?:https?://|www\.)[^\s<>\"')\]]+"
@@ -129,7 +130,7 @@ def risky_host(host: str) -> bool:
 
 # Letters and digits that pass for others in a host name: "northwlnd", "n0rthwind", "rnicrosoft".
 _LOOKS_LIKE = str.maketrans("01!|i35", "olllles")
-_LOOK_ALIKE_MIN_LETTERS = 5  # a shorter name is one letter from too many real ones (pypi / pypy)
+_LOOK_ALIKE_MIN_LETTERS = OPTIONS.look_alike_min_letters  # a shorter name is one letter from too many real ones
 
 
 def _skeleton(label: str) -> str:

@@ -62,7 +62,7 @@ def pages_answer_differently(row: np.ndarray) -> bool:
     follow-up ("can it read them from a .env file?") or a specific opening ("generate a typescript client from my
     fastapi api") answers; asking back there was most of the answerable turns asked back (fastapi: 10 of 12)."""
     features = dict(zip(FEATURE_NAMES, row.tolist(), strict=True))
-    vague = features["opening"] > 0 and features["log_content_words"] <= math.log1p(VAGUE_CONTENT_WORDS) + 1e-6
+    vague = features["opening"] > 0 and features["log_content_words"] <= math.log1p(VAGUE_CONTENT_WORDS) + 1e-7
     return features["readings"] >= 2 or vague
 
 

@@ -376,7 +376,7 @@ def asked_figure(question: str) -> str | None:
 
 
 def _singular(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+    return word[:-1] if len(word) > len("is") + 1 and word.endswith("s") and not word.endswith("ss") else word
 
 
 def states_figure(text: str, of: str) -> bool:

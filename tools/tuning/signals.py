@@ -102,6 +102,9 @@ class Options:
 
     # Share of either page's word trigrams two near-copies share (their figures must be the same).
     near_duplicate_share: float = 0.8
+    # A host name shorter than this is not judged one letter off a trusted one (signals/contacts.py): it is one
+    # letter from too many real names (pypi / pypy).
+    look_alike_min_letters: int = 5
 
 
 INJECTION: Final = Injection()
