@@ -24,6 +24,8 @@ from here, never from tools/tuning/.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import fields, is_dataclass
 from typing import Any, Literal, Self
 
@@ -56,6 +58,7 @@ from reground.nodes.context_groups import (
     RefinementSettings,
     TriageSettings,
 )
+from reground.tools.errors import InputError
 from reground.tools.services import Role
 from reground.tools.signals.reading import EvidenceWeights
 from reground.tools.tuning.retrieval import RetrievalSettings
@@ -311,6 +314,29 @@ def setting_names() -> list[str]:
         elif is_dataclass(kind):
             names += [f"{name}.{sub.name}" for sub in fields(kind)]
     return names
+
+
+SET_EXAMPLE = "triage.reading_ratio=0.7"
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
+    """FIELD=VALUE pairs (`--set`) → Context overrides, checked against the Context's fields (GROUP.FIELD for a
+    group's field, or GROUP=JSON for several of them); VALUE is JSON when it parses as JSON. An unknown name is an
+    InputError naming it. One parser for the CLI's `--set` and the evals' runs."""
+    known = set(setting_names())
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        name = name.strip()
+        if not sep or name not in known:
+            raise InputError(
+                f"--set {item!r}: expected FIELD=VALUE with FIELD a Context field or GROUP.FIELD, e.g. {SET_EXAMPLE}"
+            )
+        try:
+            out[name] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[name] = raw
+    return out
 
 
 _CONVERSATION = Context.model_fields  # the ingestion graph writes where the conversation reads

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+MATCH_ANY = "all"  # a document scope value that matches every user (metadata {"country": "all"})
+
 # The roles of the assistant's side of a dialogue: the graph's own turns say "assistant", the datasets "agent".
 ASSISTANT_ROLES = frozenset({"agent", "assistant", "ai", "system"})
 

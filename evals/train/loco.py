@@ -140,8 +140,7 @@ def collect(
     merged into the two caches the trainers read (`--cache`)."""
     from reground.evals.train.chunk_ranker import collect as collect_pools
     from reground.evals.train.unit_ranker import collect_turns
-
-    from reground.commands.eval import parse_overrides
+    from reground.nodes.context import parse_overrides
 
     settings = parse_overrides(list(overrides))  # the units are read from the candidates these settings choose
     key = code_key() + (hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:6] if settings else "")
@@ -319,8 +318,7 @@ def answer_fold(args: argparse.Namespace) -> int:
     """`eval answers --systems reground` over every turn of one collection, in this process (the caller sets
     REGROUND_DOC_MODELS to the fold's models)."""
     from reground.evals.runs.answers import run_answers_eval
-
-    from reground.commands.eval import parse_overrides
+    from reground.nodes.context import parse_overrides
 
     store = None if args.reingest else existing_store(args.docs, args.data_dir)
     run_answers_eval(

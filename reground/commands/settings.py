@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from typing import Any
 
-SET_EXAMPLE = "triage.reading_ratio=0.7"
+SET_EXAMPLE = "triage.reading_ratio=0.7"  # the help's example (nodes.context names it too; loaded with the turn)
 
 
 def add_set_option(parser: argparse.ArgumentParser, *, applies_to: str = "the turn") -> None:
@@ -23,22 +22,7 @@ def add_set_option(parser: argparse.ArgumentParser, *, applies_to: str = "the tu
 
 
 def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
-    """FIELD=VALUE pairs → Context overrides, checked against the Context's fields (GROUP.FIELD for a group's
-    field, or GROUP=JSON for several of them); an unknown name is an InputError naming it."""
-    from reground.nodes.context import setting_names
-    from reground.tools.errors import InputError
+    """The Context's `--set` parser (nodes.context.parse_overrides), imported when a command runs, not for --help."""
+    from reground.nodes.context import parse_overrides as parse
 
-    known = set(setting_names())
-    out: dict[str, Any] = {}
-    for item in items:
-        name, sep, raw = item.partition("=")
-        name = name.strip()
-        if not sep or name not in known:
-            raise InputError(
-                f"--set {item!r}: expected FIELD=VALUE with FIELD a Context field or GROUP.FIELD, e.g. {SET_EXAMPLE}"
-            )
-        try:
-            out[name] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[name] = raw
-    return out
+    return parse(items)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from reground.tools.signals.conflicts import conflict_reply, find_conflicts
-from reground.tools.stores.scope import scope_breadth, scope_label
+from reground.tools.signals.scope_claims import scope_breadth, scope_label
 
 from reground.testing.fake_chat import ScriptedChatModel
 

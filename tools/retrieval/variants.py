@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from reground.tools.text.markdown_chunks import VARIANT_FIELD
+from reground.tools.text.markdown_chunks import variant_of
 from reground.tools.types import Passage
 
 # Common names of languages and platforms that a variant's label does not spell out.
@@ -36,10 +36,6 @@ def label_words(label: str) -> set[str]:
     """The words that name a variant: its label's own words and their common names."""
     own = {w for w in _words(label) if w not in _FILLER and len(w) > 1}
     return own | {alias for w in own for alias in ALIASES.get(w, ())}
-
-
-def variant_of(passage: Passage) -> str:
-    return str((passage.get("metadata") or {}).get(VARIANT_FIELD) or "")
 
 
 def named_variants(texts: Iterable[str], labels: Iterable[str]) -> list[str]:

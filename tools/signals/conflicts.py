@@ -28,8 +28,7 @@ from typing import Any
 from reground.prompts.injection import CONFLICT_LINE, CONFLICT_REPLY, SCOPED_CONFLICT_LINE
 from reground.tools.signals.figures import Figure, extract_figures
 from reground.tools.signals.injection import passage_flags, split_sentences
-from reground.tools.stores.scope import scope_breadth, scope_label
-from reground.tools.stores.search_index import normalize_where
+from reground.tools.signals.scope_claims import scope_breadth, scope_label
 from reground.tools.text.lexical import STOPWORDS, lexical_tokens, words
 from reground.tools.text.sentences import strip_citations
 from reground.tools.tuning.signals import CONFLICTS
@@ -224,7 +223,7 @@ def find_conflicts(
     figure differently disagree, however differently each words it, and the narrower page's statement comes first
     (`Conflict.scoped`): a page for everyone does not override the one for the user."""
     statements = _statements(passages)
-    fields = normalize_where(scope) if scope else {}
+    fields = dict(scope or {})  # only its field names count; the store validated the filter
     breadth = {n: scope_breadth(_metadata(p), fields) for n, p in enumerate(passages, start=1)} if fields else {}
     question_words = _words(question)
     out: list[Conflict] = []
@@ -257,7 +256,7 @@ def conflict_reply(
 ) -> str:
     """The reply that says both statements of each conflict, with their sources, and that they disagree; a scoped
     conflict says first what the page for the user's scope states, then what a page claiming a wider scope does."""
-    fields = normalize_where(scope) if scope else {}
+    fields = dict(scope or {})  # only its field names count; the store validated the filter
 
     def source(statement: Statement) -> str:
         passage = passages[statement.passage - 1]

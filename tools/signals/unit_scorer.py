@@ -27,12 +27,11 @@ from reground.tools.tuning.models import READER
 UNIT_SCORER_FILE = "unit_scorer-int8.onnx"
 UNIT_SCORER_SHA256 = ""  # no scorer ships (see above): a package file would fail this check
 SCORER_FEATURE = "scorer"  # its name among the unit ranker's inputs
+DOC_MODELS_ENV = "REGROUND_DOC_MODELS"  # a folder of documentation models to use instead of the shipped ones
 
 
 def unit_scorer_path() -> Path:
     """The scorer's file: the `REGROUND_DOC_MODELS` folder's (a fold's; not pinned) or the shipped one (pinned)."""
-    from reground.tools.signals.units import DOC_MODELS_ENV
-
     override = os.environ.get(DOC_MODELS_ENV)
     path = (
         Path(override) / UNIT_SCORER_FILE

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 from reground.tools.signals.evidence import Evidence, word_overlap
-from reground.tools.signals.unit_scorer import SCORER_FEATURE
+from reground.tools.signals.unit_scorer import DOC_MODELS_ENV, SCORER_FEATURE
 from reground.tools.text.lexical import lexical_tokens
 from reground.tools.text.sentences import has_code_block, split_unit
 from reground.tools.types import Passage
@@ -36,7 +36,6 @@ from reground.tools.types import Passage
 UNIT_RANKER_FILE = "unit_ranker.json"
 # A folder holding unit_ranker.json and doc_triage.json to use instead of the shipped ones (evals/train/doc_triage.py
 # writes one per leave-one-corpus-out fold; `python -m reground.evals.train.doc_triage train` on your own docs too).
-DOC_MODELS_ENV = "REGROUND_DOC_MODELS"
 UNIT_RANKER_SHA256 = "76b01493d75890efa4c3c8e0b504e7c28bcb39b4b6e3395a825b8ecedbba8f89"
 
 FEATURE_NAMES = ("dense", "lexical", "section_lexical", "has_code", "procedure_code", "question_in_code")

@@ -12,8 +12,8 @@ import re
 from collections.abc import Sequence
 
 from reground.prompts.answer import OTHER_VARIANT
-from reground.tools.retrieval.variants import variant_of
 from reground.tools.signals.evidence import Evidence, answer_sentences
+from reground.tools.text.markdown_chunks import variant_of
 from reground.tools.text.sentences import split_unit
 from reground.tools.tuning.turn import EVIDENCE
 from reground.tools.types import Passage

@@ -28,9 +28,8 @@ from reground.tools.stores.vector_store import (
 )
 from reground.tools.text.lexical import BM25, lexical_tokens
 from reground.tools.tuning.stores import STORE_IO, IndexSettings
-from reground.tools.types import Chunk
+from reground.tools.types import MATCH_ANY, Chunk
 
-MATCH_ANY = "all"
 # Ingest's own bookkeeping in a chunk's metadata (one value per chunk): no scope names it, no field list shows it.
 BOOKKEEPING_FIELDS = frozenset({SCREEN_KEY})
 FILTER_OPERATORS = ("$eq", "$in")

@@ -11,8 +11,9 @@ variant inside it (a tip's two platform tabs) is labelled in the text.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from reground.tools.text.markdown import STRUCTURED_KINDS, Block, parse_markdown
 from reground.tools.text.sentences import CONTINUED_LABEL, split_to_budget
@@ -20,6 +21,13 @@ from reground.tools.tuning.stores import INGEST
 
 SECTION_SEPARATOR = " > "
 VARIANT_FIELD = "variant"  # chunk metadata: the content tab or language block the chunk's text comes from
+
+
+def variant_of(passage: Mapping[str, Any]) -> str:
+    """The content tab or language block a passage's text comes from ('' when none)."""
+    return str((passage.get("metadata") or {}).get(VARIANT_FIELD) or "")
+
+
 LINKS_FIELD = "links"  # chunk metadata: the targets of the links in the chunk's text, space-separated
 MAX_LINKS = INGEST.max_chunk_links
 
