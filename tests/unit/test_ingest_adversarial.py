@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from reground.tools.stores.ingest import IngestSummary, prepare
+from reground.tools.stores.ingest import prepare
+from reground.tools.stores.ingest_summary import IngestSummary
 from reground.tools.stores.pipeline import batches
 from reground.tools.text.chunking import chunk_document
 from reground.tools.text.loaders import load_paths

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from reground.tools.stores.ingest import IngestSummary, prepare
+from reground.tools.stores.ingest import prepare
+from reground.tools.stores.ingest_summary import IngestSummary
 from reground.tools.text.chunking import chunk_document
 from reground.tools.text.colours import WHITE, contrast, parse_colour
 from reground.tools.text.hidden import strip_hidden

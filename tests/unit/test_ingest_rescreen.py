@@ -16,7 +16,8 @@ from reground.tools.signals import injection, injection_screen
 from reground.tools.signals.contacts import document_domain_of
 from reground.tools.signals.injection import FLAGS_KEY, Flag, split_sentences
 from reground.tools.signals.injection_screen import SCREEN_KEY, screen_mark
-from reground.tools.stores.ingest import IngestSummary, ingest_documents, rescreened_chunks
+from reground.tools.stores.ingest import ingest_documents, rescreened_chunks
+from reground.tools.stores.ingest_summary import IngestSummary
 from reground.tools.stores.store import META_PREFIX, PassageStore
 from reground.tools.text.loaders import Document
 from reground.tools.types import Chunk
