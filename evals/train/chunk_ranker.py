@@ -166,19 +166,19 @@ def model_card(summary: dict[str, Any]) -> str:
             "",
             f"- Weights: `chunk_ranker.json`, sha256 `{summary['model']['sha256']}` (pinned in the code).",
             f"- Inputs: {', '.join(summary['model']['features'])}.",
-            "- Reproduce (deterministic; the local LLM up for the rewritten reading): `python -m "
-            "reground.evals.train.chunk_ranker train --docs ../shared/data/techdocs/docs.jsonl --cases "
-            "../shared/data/techdocs/cases_dev.jsonl --data-dir DIR --chat-model local:default`.",
+            "- Reproduce (deterministic): `python -m reground.evals.train.loco ship` (the eight techdocs and",
+            "  techdocs_wide sets; it calls `python -m reground.evals.train.chunk_ranker train --docs ... --cases ...",
+            '  --cache ...`; evals/README.md, "Documentation with code").',
             "",
             "## Data",
-            "techdocs dev (written for this project over two real documentation sets, fastapi and uv): every",
+            "techdocs and techdocs_wide dev (written for this project over eight real documentation sets): every",
             "answerable turn with `must_contain` ("
             + ", ".join(f"{n} {name}" for name, n in summary["data"]["readings"].items())
             + ");",
             f"{summary['data']['label']} is a positive. `llm_free`: the turn as the graph reads it without an",
             "LLM; `rewritten`: with the local LLM's rewrites of follow-ups.",
             "",
-            "## Measured, leave-one-corpus-out (trained on the other collection only)",
+            "## Measured, leave-one-corpus-out (trained on the other collections only)",
             "| held out | reading | holding paragraph among 3 kept (ConvRAG → ranker) | among 8 kept | turns |",
             "|---|---|---|---|---|",
             *rows,

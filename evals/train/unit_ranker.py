@@ -357,25 +357,28 @@ def model_card(summary: dict[str, Any]) -> str:
                     f"**{with_it[key]:.3f}** |"
                 )
     chat_model = summary["data"]["chat_model"]
-    flag = f" --chat-model {chat_model}" if chat_model else ""
+    with_llm = f",\n  `rewritten` with the local LLM's ({chat_model}) rewrites of the follow-ups"
+    rewritten = with_llm if chat_model else " (the only reading: no LLM rewrote the follow-ups)"
     weights = ", ".join(f"{k} {v:+.2f}" for k, v in summary["weights"].items())
     return f"""# The unit ranker
 
 A linear scorer over a turn's answer units (a sentence with the code block or table it introduces), trained here on
-the techdocs dev conversations (two documentation sets) to rank first the unit that holds the exact call, command or
-value a useful reply gives (`tools/signals/units.py`). Inputs: {", ".join(summary["model"]["features"])}. Weights
-(standardised inputs): {weights}.
+the development conversations of the documentation sets in its data (the turns of every collection of
+`{summary["data"]["cases"]}`) to rank first the unit that holds the exact call, command or value a useful reply gives
+(`tools/signals/units.py`). Inputs: {", ".join(summary["model"]["features"])}. Weights (standardised inputs):
+{weights}.
 
 - Weights: `{summary["model"]["weights"]}`, sha256 `{summary["model"]["sha256"]}`.
 - Data: the answerable turns in each reading ({summary["data"]["readings"]}; with a holding unit among their
-  candidates: {summary["data"]["turns_with_a_holding_unit"]}): `llm_free` as the graph reads a turn without an LLM,
-  `rewritten` with the local LLM's ({chat_model}) rewrites of the follow-ups. Label: {summary["data"]["label"]}.
-- Reproduce: `python -m reground.evals.train.unit_ranker train --docs {summary["data"]["docs"]} --cases
-  {summary["data"]["cases"]} --data-dir DIR{flag}` (with `reground llm serve` up).
+  candidates: {summary["data"]["turns_with_a_holding_unit"]}): `llm_free` as the graph reads a turn without an
+  LLM{rewritten}. Label: {summary["data"]["label"]}.
+- Reproduce: `python -m reground.evals.train.loco ship` (the eight techdocs and techdocs_wide sets: it splits them,
+  reads every turn once and calls `python -m reground.evals.train.unit_ranker train --docs ... --cases ...
+  --cache ...`; see evals/README.md, "Documentation with code").
 - Used when the candidates hold a code block or a table (`evidence.unit_ranking="auto"`); not trained or measured on
   prose-only collections, which keep the judge's ranking.
 
-Leave-one-corpus-out (fitted on the other collection; share of the held-out collection's answerable turns whose
+Leave-one-corpus-out (fitted on the other collections; share of the held-out collection's answerable turns whose
 units hold every `must_contain`; "without" is the graph's ranking by the judge and the hand-made score):
 
 | held out | reading | measure | without | unit ranker |

@@ -29,7 +29,7 @@ from reground.tools.text.sentences import has_code_block
 from reground.tools.types import Chunk
 
 CHUNK_RANKER_FILE = "chunk_ranker.json"
-CHUNK_RANKER_SHA256 = "e6b56ffa8b230a737d366a3171f20905e5824f9c5ba33c0c0758987a8d60b09c"
+CHUNK_RANKER_SHA256 = "702ac29dcd9991c1985b7c9656b8dbd2d8c0a220613bde8b6adfae3c858c7043"
 
 CHUNK_FEATURES = (
     "dense",

@@ -35,7 +35,7 @@ from reground.tools.text.lexical import lexical_tokens
 from reground.tools.tuning.turn import TRIAGE
 
 DOC_TRIAGE_FILE = "doc_triage.json"
-DOC_TRIAGE_SHA256 = "4c1105b12ff74da2950f716b7cb691a190c7f593e312a9a9cbd6ca0f7f1ef2ee"
+DOC_TRIAGE_SHA256 = "cbf3f39ecde096fb58c55237369c2ab9d9e7b1ece5faacebf9fa34cb3bcc7a6c"
 
 FEATURE_NAMES = (
     "best_unit",

@@ -36,7 +36,7 @@ from reground.tools.types import Passage
 UNIT_RANKER_FILE = "unit_ranker.json"
 # A folder holding unit_ranker.json and doc_triage.json to use instead of the shipped ones (evals/train/doc_triage.py
 # writes one per leave-one-corpus-out fold; `python -m reground.evals.train.doc_triage train` on your own docs too).
-UNIT_RANKER_SHA256 = "76b01493d75890efa4c3c8e0b504e7c28bcb39b4b6e3395a825b8ecedbba8f89"
+UNIT_RANKER_SHA256 = "156f03543331ae511290eb11613205f3b72fe401985195399e8dd1dc1965ff0d"
 
 FEATURE_NAMES = ("dense", "lexical", "section_lexical", "has_code", "procedure_code", "question_in_code")
 # A question that asks for a way to do something (a feature of a learned model, not a decision).
