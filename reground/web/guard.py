@@ -258,15 +258,10 @@ class ScopeGuard:
         if method in READ_METHODS:
             await self.app(scope, receive, send)
             return
-        raw = await _read_body(receive, limit=None)  # documents sent to the ingest graph may be large
-        if raw is None:
-            await refuse(send, "request body too large", status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+        read = await _read_json(receive, send, limit=None)  # documents sent to the ingest graph may be large
+        if read is None:
             return
-        try:
-            body = parse_body(raw)
-        except ValueError as exc:
-            await refuse(send, str(exc), status=HTTPStatus.BAD_REQUEST)
-            return
+        raw, body = read
         if method == "POST" and _RUN_ROUTE.match(path) and isinstance(body, dict):
             config = body.get("config")
             given = body.get("context") or (config.get("configurable") if isinstance(config, Mapping) else None) or {}
@@ -294,15 +289,10 @@ class ScopeGuard:
         if not allowed:
             await refuse(send, f"{method} {path} is not open while the chat page's scope policy is on")
             return
-        raw = await _read_body(receive)
-        if raw is None:
-            await refuse(send, "request body too large", status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+        read = await _read_json(receive, send, limit=MAX_BODY_BYTES)
+        if read is None:
             return
-        try:
-            body = parse_body(raw)
-        except ValueError as exc:
-            await refuse(send, str(exc), status=HTTPStatus.BAD_REQUEST)
-            return
+        raw, body = read
         if path == "/chat/api/feedback" and isinstance(body, dict):
             rated = str(body.get("thread_id") or "")
             if not is_uuid(rated) or not await self.readable(policy, rated):
@@ -407,6 +397,20 @@ def _path(scope: Scope) -> str:
     if root and path.startswith(root):
         path = path[len(root) :]
     return path.rstrip("/") or "/"
+
+
+async def _read_json(receive: Receive, send: Send, *, limit: int | None) -> tuple[bytes, Any] | None:
+    """(the body, parsed) of a write; None once it has refused a body past `limit` bytes (413) or one that does not
+    parse (400)."""
+    raw = await _read_body(receive, limit=limit)
+    if raw is None:
+        await refuse(send, "request body too large", status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+        return None
+    try:
+        return raw, parse_body(raw)
+    except ValueError as exc:
+        await refuse(send, str(exc), status=HTTPStatus.BAD_REQUEST)
+        return None
 
 
 async def _read_body(receive: Receive, limit: int | None = MAX_BODY_BYTES) -> bytes | None:

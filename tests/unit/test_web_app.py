@@ -253,7 +253,10 @@ def test_feedback_record_rejects_an_unknown_rating() -> None:
 def test_reground_ui_serves_the_same_graphs_and_page_as_the_repositorys_langgraph_json() -> None:
     repo = json.loads((REPO / "langgraph.json").read_text(encoding="utf-8"))
     served = langgraph_config()
-    assert served["graphs"] == repo["graphs"] and served["http"] == repo["http"]
+    assert served["graphs"] == repo["graphs"] and served["http"]["app"] == repo["http"]["app"]
+    # CORS differs by design: plain `langgraph dev` lets LangGraph Studio in, the page's own server no other origin
+    assert repo["http"]["cors"]["allow_origins"] == ["https://smith.langchain.com"]
+    assert served["http"]["cors"] == {"allow_origins": []}
 
 
 # --- the page's own rules: a regression in app.js or index.html fails here, before a browser runs ---------------
