@@ -1,6 +1,6 @@
 """The page's server answers its own origin and host only, and keeps a narrower policy's conversations to it: the
 SameOrigin and ScopeGuard middleware in front of stand-in API routes (the real server: tests/integration/
-test_web_origin.py)."""
+test_web_origin_server.py)."""
 
 from __future__ import annotations
 
