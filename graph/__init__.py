@@ -1,2 +1,3 @@
-"""Wiring: the conversation graph (nodes, the routes between them, retry policies: `builder.build_graph`, `graph`)
-and the ingest graph. The state and context types live in nodes/; this folder decides nothing itself."""
+"""Wiring only: the conversation graph (its nodes, the edges between them, each conditional edge routed by a function
+of nodes/routes.py, retry policies: `builder.build_graph`, `graph`) and the ingest graph. Nothing here decides: the
+decisions, the state and the context types live in nodes/."""

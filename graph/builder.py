@@ -1,10 +1,11 @@
-"""Wiring: nodes, the routes between them, and the two ways to get the graph (`graph`, `build_graph`)."""
+"""Wiring: the nodes, the edges and routes (nodes/routes.py) between them, and the two ways to get the graph (`graph`,
+`build_graph`)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -16,15 +17,16 @@ from reground.nodes.answer import answer, quote
 from reground.nodes.clarify import clarify
 from reground.nodes.common import NodeEnv
 from reground.nodes.context import Context
-from reground.nodes.finalize import finalize, passes_checks
-from reground.nodes.groundedness import FLAGGED_ONLY, check_groundedness
+from reground.nodes.finalize import finalize
+from reground.nodes.groundedness import check_groundedness
 from reground.nodes.keywords import extract_keywords
-from reground.nodes.refine import failing_principles, refine, thresholds_of
+from reground.nodes.refine import refine
 from reground.nodes.refine_question import refine_question
 from reground.nodes.reground import re_ground
 from reground.nodes.rerank import rerank
 from reground.nodes.retrieve import retrieve
-from reground.nodes.review import needs_review, review
+from reground.nodes.review import review
+from reground.nodes.routes import route_after_check, route_after_refine, route_after_triage, route_start
 from reground.nodes.start_turn import start_turn
 from reground.nodes.state import InputState, OutputState, State, TraceEvent
 from reground.nodes.triage import triage
@@ -90,85 +92,6 @@ def _bind(name: str, fn: NodeFn, services: Services) -> Callable[[State, Runtime
     node.__name__ = name
     node.__doc__ = fn.__doc__
     return node
-
-
-# --- routes: small named functions, each returning the node names Studio draws -----------------
-
-
-def route_start(state: State) -> Literal["refine_question", "finalize"]:
-    return "refine_question" if state.get("question") else "finalize"
-
-
-def route_after_triage(
-    state: State, runtime: Runtime[Context]
-) -> Literal["answer", "clarify", "re_ground", "finalize"]:
-    """Ask back, answer, or (nothing supports the question) retrieve once more with another query, then abstain."""
-    decision = state.get("decision", "answer")
-    if decision == "clarify":
-        return "clarify"
-    if decision == "abstain":
-        context = runtime.context
-        limit = min(context.triage.abstain_reground_attempts, context.groundedness.max_reground_attempts)
-        # Without a dialogue there is no other query to try: the question alone was already searched.
-        if context.use_reground and state.get("history") and state.get("reground_attempts", 0) < limit:
-            return "re_ground"
-        return "finalize"
-    return "answer"  # "answer", or "hedge": the answer node quotes the closest sentences as such
-
-
-def route_after_check(
-    state: State, runtime: Runtime[Context]
-) -> Literal["re_ground", "refine", "quote", "review", "finalize"]:
-    context = runtime.context
-    draft = state.get("draft")
-    if draft is None:
-        return "finalize"
-    ungrounded = draft["kind"] == "not_found" or (
-        draft["kind"] == "answer" and draft["groundedness"] < context.resolved_groundedness_threshold()
-    )
-    # A reply that only restated an injected instruction: a new search finds the same pages, so quote them instead.
-    obeyed = FLAGGED_ONLY in draft.get("groundedness_parts", {})
-    if (
-        ungrounded
-        and not obeyed
-        and context.use_reground
-        and state.get("reground_attempts", 0) < context.groundedness.max_reground_attempts
-    ):
-        return "re_ground"
-    if (
-        not ungrounded
-        and draft["kind"] == "answer"
-        and context.answer_style == "write"  # ProMiSe refines written replies; an extracted one is the documents'
-        and not state.get("quoted", False)
-        and context.use_principle_refinement
-        and state.get("refine_iterations", 0) < context.refinement.max_refine_iterations
-        and failing_principles(draft, thresholds_of(context))
-    ):
-        return "refine"
-    if (
-        context.answer_style == "write"
-        and context.refinement.quote_when_unchecked
-        and not state.get("quoted", False)
-        and state.get("decision", "answer") == "answer"
-        and draft["kind"] in ("answer", "partial", "not_found")
-        and not passes_checks(draft, context)
-    ):
-        # The loops are spent: the passages' own sentences rather than an abstention, also when the writer says the
-        # passages do not cover a question triage (the judge) finds them answering.
-        return "quote"
-    return _review_or_finalize(state, runtime)
-
-
-def route_after_refine(
-    state: State, runtime: Runtime[Context]
-) -> Literal["check_groundedness", "re_ground", "refine", "quote", "review", "finalize"]:
-    if not state.get("draft_checked", False):
-        return "check_groundedness"
-    return route_after_check(state, runtime)
-
-
-def _review_or_finalize(state: State, runtime: Runtime[Context]) -> Literal["review", "finalize"]:
-    return "review" if needs_review(state, runtime.context) else "finalize"
 
 
 # --- builders -----------------------------------------------------------------------------------

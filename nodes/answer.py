@@ -14,31 +14,30 @@ question (`partial_coverage`), the reply says which of its words the documents d
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
-from reground.nodes.common import NodeEnv, current_draft, evidence_of, grounded_messages, question_of
-from reground.nodes.context import EvidenceSettings
+from reground.nodes.common import (
+    NodeEnv,
+    cap_sentences,
+    current_draft,
+    evidence_of,
+    extracted_sentences,
+    grounded_messages,
+    make_draft,
+    question_of,
+)
 from reground.nodes.state import Draft, PassageJudgement, State
 from reground.prompts import answer as answer_prompts
 from reground.tools.adapters.chat import LLMReplyError, call_text
 from reground.tools.retrieval.variants import variant_of
-from reground.tools.signals.evidence import (
-    Evidence,
-    extractive_answer,
-    figure_first,
-    hedge_units,
-    join_reply,
-    previous_reply,
-    relevance_parts,
-    reply_words,
-)
-from reground.tools.signals.scoring import majority_best, principle_scores
+from reground.tools.signals.evidence import Evidence, figure_first, hedge_units
+from reground.tools.signals.extract_reply import join_reply
+from reground.tools.signals.scoring import majority_best
 from reground.tools.signals.variants_named import named_variants, one_variant
-from reground.tools.text.code_blocks import close_fences, trim_code_blocks
-from reground.tools.text.sentences import sentence_parts, strip_citations, text_sentences
+from reground.tools.text.code_blocks import trim_code_blocks
+from reground.tools.text.sentences import strip_citations
 from reground.tools.types import Passage
 
 
@@ -49,42 +48,10 @@ class AnswerReply(BaseModel):
     answer: str = Field(description="the reply to the user's last message")
 
 
-def cap_sentences(text: str, max_sentences: int) -> str:
-    """Dialogue replies are short: the answer rules' sentence cap, applied to what the model wrote; a last
-    sentence the length cap cut off (no closing punctuation) is dropped when a whole one comes before it. A reply
-    with a code block keeps its lines: its sentences are capped, each with the block it introduces, and a block the
-    length cap cut off is closed."""
-    if "```" in text or "~~~" in text:
-        units = text_sentences(close_fences(text))
-        return "\n".join(units[:max_sentences]) if units else text.strip()
-    parts = sentence_parts(text)
-    if len(parts) > 1 and not re.search(r"[.!?\])\"']$", parts[-1]):
-        parts = parts[:-1]
-    return " ".join(parts[:max_sentences])
-
-
 def is_not_found(text: str, escalation: str) -> bool:
     """The reply is the honest 'not in the documents' (the prompt asks for the escalation with it)."""
     key = escalation.strip().strip(".").lower()
     return bool(key) and key in text.lower()
-
-
-def make_draft(
-    text: str, passages: Sequence[Passage], state: State, evidence: Sequence[Evidence], *, kind: str = "answer"
-) -> Draft:
-    scores = principle_scores(text, [p["text"] for p in passages], question_of(state))
-    relevance = relevance_parts(text, evidence, previous_reply(state.get("history", [])))
-    scores["relevance"] = relevance["relevance"]
-    return Draft(
-        text=text,
-        principle_scores=scores,
-        groundedness=0.0,
-        groundedness_parts={},
-        unsupported_claims=[],
-        kind=kind,
-        relevance=relevance["relevance"],
-        relevance_parts=relevance,
-    )
 
 
 def not_found_draft(passages: Sequence[Passage], state: State, escalation: str) -> Draft:
@@ -118,6 +85,7 @@ def evidence_helpful(evidence: Sequence[Evidence], limit: int) -> list[int]:
 
 
 def answer_task(state: State, env: NodeEnv, evidence: Sequence[Evidence]) -> str:
+    """The answer call's task: the context's answer prompt (or the self-check one) with the evidence it is shown."""
     context = env.context
     shown = shown_evidence(evidence, context.evidence.answer_evidence)
     hint = (
@@ -146,27 +114,6 @@ def answer_sample(messages: Sequence[Any], env: NodeEnv, temperature: float) -> 
         temperature=temperature,
     )
     return reply.answer, list(reply.helpful)
-
-
-def extracted_sentences(
-    evidence: Sequence[Evidence],
-    settings: EvidenceSettings,
-    length: str,
-    history: Sequence[Mapping[str, str]] = (),
-) -> tuple[str, list[int]]:
-    """The reply an extract-style answer gives at a length (measured on doc2dial and MTRAG-UN dev: evals/README.md).
-    'conversation': about as many words as the assistant's replies so far (their median); a first turn, with no
-    reply before it, is answered as 'sentence'. Units the unit ranker ranked (documentation with code): the best
-    `unit_reply_units` from any passage, whatever the length."""
-    if evidence and evidence[0].unit_score is not None:
-        return extractive_answer(evidence, settings.unit_reply_units, 0.0)
-    target = reply_words(history) if length == "conversation" else 0.0
-    if length == "conversation" and not target:
-        length = "sentence"
-    shape = settings.answer_lengths[length]
-    return extractive_answer(
-        evidence, shape.sentences, shape.ratio, same_passage=shape.same_passage, target_words=target
-    )
 
 
 def with_gap(text: str, state: State, env: NodeEnv) -> tuple[str, str]:
@@ -213,6 +160,8 @@ def extracted(
 
 
 def answer(state: State, env: NodeEnv) -> dict[str, Any]:
+    """The reply to triage's decision: the passages' best sentences (extract, and every hedge) or a written reply
+    (write, best of `n_samples`), as a draft for the groundedness check; no passages: the not-found reply."""
     context = env.context
     passages = list(state.get("passages", []))
     if not passages:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reground.nodes.common import NodeEnv
-from reground.nodes.finalize import collection_trust
+from reground.nodes.common import NodeEnv, collection_trust
 from reground.nodes.state import Draft, State
 from reground.prompts import clarify as prompts
 from reground.tools.signals.options import offered_options
@@ -18,6 +17,7 @@ def join_options(labels: list[str]) -> str:
 
 
 def clarify(state: State, env: NodeEnv) -> dict[str, Any]:
+    """Ask which one the user means: the readings triage found, named in one question (no LLM call)."""
     # Near-duplicate pages once, pages the collection vouches for first (a look-alike's copy never ahead of them).
     options = offered_options(list(state.get("options", [])), state.get("candidates", []), collection_trust(env))
     labels = join_options([o["label"] for o in options])

@@ -7,71 +7,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
-from reground.nodes.common import NodeEnv
-from reground.nodes.context import CitationSettings, Context
+from reground.nodes.common import NodeEnv, collection_trust
+from reground.nodes.context import CitationSettings
+from reground.nodes.routes import outcome
 from reground.nodes.state import Citation, Draft, State, TurnResult
 from reground.prompts import answer as answer_prompts
 from reground.tools.signals.conflicts import conflict_records, conflict_reply, find_conflicts
-from reground.tools.signals.contacts import registrable_domain
 from reground.tools.signals.reply_guard import guard_reply, unsupported_contacts
 from reground.tools.signals.scoring import squad_tokens
-from reground.tools.signals.sensitive import Trust, caution_notice, reply_cautions
-from reground.tools.stores.trusted_domains import settings_dir, trusted_domains
+from reground.tools.signals.sensitive import caution_notice, reply_cautions
 from reground.tools.text.lexical import lexical_tokens
 from reground.tools.text.sentences import CITATION, sentence_spans, split_unit, strip_citations, text_sentences
 from reground.tools.types import Passage
-
-
-def passes_checks(draft: Draft, context: Context) -> bool:
-    """Grounded in the passages and an answer to this question: what a drafted reply needs to be said."""
-    return (
-        draft["groundedness"] >= context.resolved_groundedness_threshold()
-        and draft.get("relevance", 1.0) >= context.refinement.relevance_threshold
-    )
-
-
-def outcome(draft: Draft | None, state: State, context: Context) -> tuple[str, bool, str | None]:
-    """(answer text, passed, fallback reason): the one rule for what a turn may say."""
-    if not state.get("question"):
-        return answer_prompts.EMPTY_QUESTION.format(collection=context.collection), False, "empty question"
-    not_found = answer_prompts.NOT_FOUND.format(escalation=context.escalation)
-    if state.get("decision") == "abstain":
-        signals = state.get("signals", {})
-        if "answerable" in signals:
-            reason = (
-                f"the judge finds no answer in the passages: answerable {signals['answerable']:.2f} < threshold "
-                f"{signals.get('hedge_threshold', 0.0):.2f} after {state.get('reground_attempts', 0)} re-grounding "
-                "attempt(s)"
-            )
-            return not_found, False, reason
-        support, threshold = signals.get("support", 0.0), signals.get("support_threshold", 0.0)
-        reason = (
-            f"no passage supports the question: support {support:.2f} < threshold {threshold:.2f} "
-            f"after {state.get('reground_attempts', 0)} re-grounding attempt(s)"
-        )
-        return not_found, False, reason
-    if draft is None:
-        return not_found, False, "no answer was drafted"
-    if draft["kind"] == "clarify":
-        return draft["text"], True, None
-    if draft["kind"] == "not_found":
-        return draft["text"], False, "the documents in scope do not contain the answer"
-    threshold = context.resolved_groundedness_threshold()
-    attempts = state.get("reground_attempts", 0)
-    if passes_checks(draft, context):
-        return draft["text"], True, None
-    if draft["groundedness"] >= threshold:
-        # Grounded, but in a passage that answers another question: never passed off as the answer.
-        reason = (
-            f"answer does not address the question: relevance {draft.get('relevance', 0.0):.2f} < threshold "
-            f"{context.refinement.relevance_threshold:.2f} after {state.get('refine_iterations', 0)} refinement(s)"
-        )
-        return not_found, False, reason
-    reason = (
-        f"answer not grounded: score {draft['groundedness']:.2f} < threshold "
-        f"{threshold:.2f} after {attempts} re-grounding attempt(s)"
-    )
-    return not_found, False, reason
 
 
 def reply_kind(draft: Draft | None, passed: bool) -> str:
@@ -159,17 +106,9 @@ def citations_for(
     ]
 
 
-def collection_trust(env: NodeEnv) -> Trust:
-    """What the sensitive-request check trusts: the collection's trusted domains (learned at ingest, edited with
-    `reground collections`) plus the context's `groundedness.trusted_domains`."""
-    context = env.context
-    store = env.services.passage_store(context)
-    record = trusted_domains(settings_dir(store, context.data_dir or None), context.collection)
-    extra = frozenset(registrable_domain(d) for d in context.groundedness.trusted_domains if d.strip())
-    return record.trust(extra)
-
-
 def finalize(state: State, env: NodeEnv) -> dict[str, Any]:
+    """The turn's result: the reply the user sees (the draft if it passed its checks, else the fallback), its
+    citations, cautions and conflicts, the assistant message and the turn's record."""
     context = env.context
     draft = state.get("draft")
     text, passed, reason = outcome(draft, state, context)

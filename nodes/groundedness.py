@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 from reground.nodes.common import NodeEnv, current_draft, grounded_messages
+from reground.nodes.routes import FLAGGED_ONLY
 from reground.nodes.state import Draft, State
 from reground.prompts import answer as answer_prompts
 from reground.tools.adapters.chat import LLMReplyError
@@ -25,8 +26,6 @@ from reground.tools.signals.scoring import k_precision, prompt_echo, rouge_l
 from reground.tools.signals.variants_named import without_named_variants
 from reground.tools.text.sentences import cited_numbers, strip_citations, text_sentences
 from reground.tools.types import Passage
-
-FLAGGED_ONLY = "flagged_only"  # the groundedness part of a reply that only restated an injected instruction
 
 
 def sentences(text: str) -> list[str]:
@@ -121,6 +120,8 @@ def hard_failures(
 
 
 def check_groundedness(state: State, env: NodeEnv) -> dict[str, Any]:
+    """Score how well the draft is grounded in the passages: exact checks first (figures, contacts, code, injected
+    text, prompt echo), then the weighted signals and, inside the judge band, the LLM judge."""
     context = env.context
     draft = current_draft(state, "check_groundedness")
     passages = list(state.get("passages", []))

@@ -42,6 +42,8 @@ def keywords_reply(max_chars: int, max_count: int) -> type[Keywords]:
 
 
 def extract_keywords(state: State, env: NodeEnv) -> dict[str, Any]:
+    """The turn's keywords for lexical search: from the LLM (structured output), the question and the last
+    exchange's words (lexical, no LLM call), or none, as `keyword_method` says."""
     method = env.context.keyword_method
     question, standalone = state["question"], state.get("standalone_question", state["question"])
     history = state.get("history", [])

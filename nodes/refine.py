@@ -2,7 +2,7 @@
 must improve enough (the weighted improvement over lambda).
 
 Relevance is refined without an LLM call by default: the candidate is the passage sentence closest to the
-question, in the documents' own words (what an answer to this question restates; tools/signals/evidence.py).
+question, in the documents' own words (what an answer to this question restates; tools/signals/extract_reply.py).
 """
 
 from __future__ import annotations
@@ -10,14 +10,20 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, Field
-from reground.nodes.answer import cap_sentences, extracted_sentences, make_draft
-from reground.nodes.common import NodeEnv, current_draft, evidence_of, grounded_messages, question_of
-from reground.nodes.context import Context
+from reground.nodes.common import (
+    NodeEnv,
+    cap_sentences,
+    current_draft,
+    evidence_of,
+    extracted_sentences,
+    grounded_messages,
+    make_draft,
+    question_of,
+)
+from reground.nodes.routes import PRINCIPLES, failing_principles, thresholds_of
 from reground.nodes.state import Draft, State
 from reground.tools.adapters.chat import LLMReplyError
 from reground.tools.signals.scoring import majority_best, weighted_improvement
-
-PRINCIPLES = ("specificity", "faithfulness", "relevance")
 
 
 class RefinedAnswer(BaseModel):
@@ -26,19 +32,9 @@ class RefinedAnswer(BaseModel):
     answer: str = Field(description="the improved reply to the user")
 
 
-def failing_principles(draft: Draft, thresholds: dict[str, float]) -> list[str]:
-    return [p for p in PRINCIPLES if draft["principle_scores"].get(p, 0.0) < thresholds[p]]
-
-
-def thresholds_of(c: Context) -> dict[str, float]:
-    return {
-        "specificity": c.refinement.specificity_threshold,
-        "faithfulness": c.refinement.faithfulness_threshold,
-        "relevance": c.refinement.relevance_threshold,
-    }
-
-
 def refine(state: State, env: NodeEnv) -> dict[str, Any]:
+    """ProMiSe's refinement of a written reply: one principle below its threshold at a time; a candidate is kept
+    when it clears every threshold or improves enough."""
     context = env.context
     current = current_draft(state, "refine")
     passages = list(state.get("passages", []))

@@ -8,15 +8,13 @@ would cost a turn's latency for nothing (evals/README.md, "Answers").
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Any, ClassVar
+from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
-from pydantic import BaseModel, Field, field_validator
-from reground.nodes.common import NodeEnv, format_history
+from reground.nodes.common import NodeEnv, format_history, rewrite_reply
 from reground.nodes.state import State
 from reground.prompts import refine_question as prompts
-from reground.tools.adapters.chat import LLMReplyError, one_line
+from reground.tools.adapters.chat import LLMReplyError
 from reground.tools.adapters.llm import LLMUnavailableError
 from reground.tools.retrieval.search import RetrievalQuery
 from reground.tools.signals.answerability import depends_on_dialogue
@@ -45,27 +43,6 @@ def rewrite_is_from_the_conversation(
     return not words or sum(w in seen for w in words) / len(words) >= min_share
 
 
-class Rewrite(BaseModel):
-    """A rewritten question or search query: one line of at least two words."""
-
-    max_chars: ClassVar[int | None] = None  # the run's `refinement.rewrite_max_chars` (rewrite_reply sets it)
-    question: str = Field(description="the standalone question")
-
-    @field_validator("question")
-    @classmethod
-    def _one_question(cls, value: str) -> str:
-        value = one_line(value, min_words=2, problem="the rewrite is empty or a single word")
-        if cls.max_chars is not None and len(value) > cls.max_chars:
-            raise ValueError("the rewrite is far longer than a question")
-        return value
-
-
-@cache
-def rewrite_reply(max_chars: int) -> type[Rewrite]:
-    """The rewrite's reply schema with the run's length cap (the same JSON schema; one class per cap)."""
-    return type("Rewrite", (Rewrite,), {"__doc__": Rewrite.__doc__, "__module__": __name__, "max_chars": max_chars})
-
-
 def ranking_margin(question: str, history: list[dict[str, str]], env: NodeEnv) -> float:
     """How far the history-aware ranking's top document leads the second: (s1 - s2) / s1, in [0, 1]."""
     context = env.context
@@ -85,6 +62,8 @@ def answers_a_clarifying_question(state: State) -> bool:
 
 
 def refine_question(state: State, env: NodeEnv) -> dict[str, Any]:
+    """Rewrite a follow-up as a standalone question, only when the history-aware ranking is unsure of what it
+    means; a first turn or a standalone question is searched as asked."""
     question, history = state["question"], state.get("history", [])
     if answers_a_clarifying_question(state):
         # The user picked a reading: their reply completes the question they asked before ("the one for France").

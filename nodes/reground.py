@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.messages import HumanMessage
-from reground.nodes.common import NodeEnv, format_history
-from reground.nodes.refine_question import rewrite_reply
+from reground.nodes.common import NodeEnv, format_history, rewrite_reply
 from reground.nodes.state import State
 from reground.tools.adapters.chat import LLMReplyError
 from reground.tools.retrieval.keywords import lexical_keywords
@@ -16,6 +15,8 @@ from reground.tools.text.tokens import history_query
 
 
 def re_ground(state: State, env: NodeEnv) -> dict[str, Any]:
+    """After an ungrounded answer or an abstention: a new search query (a rewrite, the forced history, or the
+    question alone as a new topic), counted against the re-ground cap."""
     attempt = state.get("reground_attempts", 0) + 1
     context = env.context
     question, history = state["question"], state.get("history", [])

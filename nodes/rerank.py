@@ -42,6 +42,8 @@ def _with_scores(passages: list[Passage], scores: dict[int, float], n: int) -> l
 
 
 def rerank(state: State, env: NodeEnv) -> dict[str, Any]:
+    """Keep the `top_n` candidates by the context's rerank method, with the conversation's named variant preferred
+    and, on a new-topic search, the conversation's best passage kept."""
     conversation = [state["question"], *(str(t.get("text", "")) for t in state.get("history", []))]
     candidates, named = prefer_named_variant(list(state.get("candidates", [])), conversation)
     if named:  # a page's other language or platform tabs are not what this user runs

@@ -9,14 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from reground.nodes.common import NodeEnv
-from reground.nodes.state import State
+from reground.nodes.state import State, search_text, turn_search_query
 from reground.tools.adapters.chat import LLMReplyError
-from reground.tools.retrieval.query import search_text, turn_search_query
 from reground.tools.retrieval.query_transforms import transform_query
 from reground.tools.signals.injection import guard_candidates, model_judge
 
 
 def retrieve(state: State, env: NodeEnv) -> dict[str, Any]:
+    """Search the documents inside the user's scope for the turn's query and flag injected sentences in the
+    candidates; after an abstention the earlier search's passages compete again."""
     context = env.context
     query_text = search_text(state)
     query = turn_search_query(

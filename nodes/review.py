@@ -6,24 +6,14 @@ from typing import Any
 
 from langgraph.types import interrupt
 from reground.nodes.common import NodeEnv
-from reground.nodes.context import Context
-from reground.nodes.finalize import outcome
+from reground.nodes.routes import outcome
 from reground.nodes.state import State
 
 ACTIONS = ("approve", "edit", "reject")
 
 
-def needs_review(state: State, context: Context) -> bool:
-    mode = context.review_mode
-    if mode == "all":
-        return state.get("draft") is not None
-    if mode == "failed":
-        draft = state.get("draft")
-        return draft is not None and not outcome(draft, state, context)[1]
-    return False
-
-
 def review(state: State, env: NodeEnv) -> dict[str, Any]:
+    """Pause the turn for a human (review_mode) and take their approve, edit or reject as the turn's review."""
     draft = state.get("draft")
     text, passed, reason = outcome(draft, state, env.context)
     decision = interrupt(

@@ -1,5 +1,5 @@
 """Start a turn: split the conversation, enforce budgets, reset per-turn counters, fail fast if the LLM is down and
-the turn cannot go without it (the extract default goes on: a turn that needs no call answers, issue 39)."""
+the turn cannot go without it (the extract default goes on: a turn that needs no call answers)."""
 
 from __future__ import annotations
 
@@ -54,6 +54,8 @@ def _role(message: BaseMessage) -> str | None:
 
 
 def start_turn(state: State, env: NodeEnv) -> dict[str, Any]:
+    """Split the messages into history and question, apply the token budgets, reset the turn's counters, and
+    refuse a bad question or an unreachable LLM that the turn needs."""
     messages = list(state.get("messages") or [])
     notes: list[str] = []
     if not messages or not isinstance(messages[-1], HumanMessage):

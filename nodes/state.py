@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AnyMessage
 from reground.nodes.thread_messages import add_turn_messages
+from reground.tools.retrieval.query import RetrievalQuery, conversation_query
 from reground.tools.types import Passage
 
 
@@ -196,6 +197,32 @@ PER_TURN_DEFAULTS: Mapping[str, Any] = MappingProxyType(
 # Kept from turn to turn: the thread's messages, the trace (its reducer restarts it at start_turn) and the
 # last turn's result (replaced by finalize).
 CARRIED_ACROSS_TURNS = frozenset({"messages", "trace", "result"})
+
+
+def search_text(state: Mapping[str, Any]) -> str:
+    """The text a turn searches: a re-grounding's query, else the standalone question, else the message."""
+    return str(state.get("retrieval_query") or state.get("standalone_question") or state["question"])
+
+
+def turn_search_query(
+    state: Mapping[str, Any], budget_tokens: int, phrase_tokens: int, expansions: Sequence[str] = ()
+) -> RetrievalQuery:
+    """What a graph turn searches with, read from its state: the re-grounding's search text (or the standalone
+    question, or the message), the dialogue (none when a re-grounding suspects a change of subject), the keywords,
+    and the turn's question for the chunk ranker. The retrieve node and evals/train/chunk_ranker.py both read a
+    turn's state here, so tools/retrieval/ takes explicit arguments only."""
+    question = str(state["question"])
+    history = [] if state.get("query_mode") == "new_topic" else list(state.get("history", []))
+    return conversation_query(
+        question,
+        history,
+        budget_tokens,
+        search_question=search_text(state),
+        keywords=list(state.get("keywords", [])),
+        expansions=expansions,
+        phrase_tokens=phrase_tokens,
+        turn_question=str(state.get("standalone_question") or question),
+    )
 
 
 def fresh_turn(**values: Any) -> dict[str, Any]:

@@ -38,6 +38,8 @@ OPENING_MESSAGES = 2  # a question with at most the first exchange before it ope
 
 
 def triage(state: State, env: NodeEnv) -> dict[str, Any]:
+    """Decide what the passages allow before any answer call: ask back, abstain, hedge or answer, from the
+    evidence read once for these passages and the support, coverage and readings signals."""
     context = env.context
     passages = list(state.get("passages", []))
     reading = evidence_for(state, passages, env) if passages else None

@@ -59,8 +59,8 @@ def collect(docs: Path, cases: Path, *, data_dir: str | None, chat_model_spec: s
     from reground.evals.data.datasets import load_cases
     from reground.evals.runs.answers import SCOPE_FIELD, case_scope
     from reground.evals.runs.llm_free import llm_free_graph
+    from reground.nodes.state import turn_search_query
     from reground.tools.retrieval.chunk_ranker import chunk_feature_rows
-    from reground.tools.retrieval.query import turn_search_query
     from reground.tools.services import Services
 
     run = llm_free_graph(

@@ -1,4 +1,5 @@
-"""The extractive anchor and the relevance signal built on it (tools/signals/evidence.py)."""
+"""The extractive anchor and the relevance signal built on it (tools/signals/evidence.py), and the extract reply
+(tools/signals/extract_reply.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from reground.tools.signals.evidence import (
     asked_again,
     asked_figure,
     continuity,
-    extractive_answer,
     figure_first,
     rank_evidence,
     relevance_parts,
     repeats,
 )
+from reground.tools.signals.extract_reply import extractive_answer
 from reground.tools.text.sentences import sentence_spans
 from reground.tools.types import Passage
 
@@ -93,7 +94,8 @@ def test_the_extractive_answer_is_the_best_sentence_and_its_passage() -> None:
 
 
 def test_an_extracted_reply_adds_a_close_sentence_of_the_same_passage_in_reading_order() -> None:
-    from reground.tools.signals.evidence import Evidence, extractive_answer
+    from reground.tools.signals.evidence import Evidence
+    from reground.tools.signals.extract_reply import extractive_answer
 
     exception = Evidence("If you were ill, carried-over days stay for 15 months.", 1, 0.51, 0.2, 0.3, order=3)
     rule = Evidence("Carried-over days must be taken by 31 March.", 1, 0.48, 0.2, 0.3, order=2)
@@ -127,7 +129,8 @@ def test_relevance_is_the_best_answer_sentences_so_a_second_sentence_costs_nothi
 
 
 def test_a_question_in_a_passage_is_never_the_extracted_answer() -> None:
-    from reground.tools.signals.evidence import Evidence, extractive_answer
+    from reground.tools.signals.evidence import Evidence
+    from reground.tools.signals.extract_reply import extractive_answer
 
     heading = Evidence("Should I bag my recyclables?", 1, 0.9, 0.5, 0.4, order=0)
     answer = Evidence("Keep recyclables loose in the recycling bins.", 1, 0.5, 0.2, 0.3, order=1)
@@ -136,7 +139,8 @@ def test_a_question_in_a_passage_is_never_the_extracted_answer() -> None:
 
 
 def test_a_sentence_that_introduces_a_list_brings_the_list() -> None:
-    from reground.tools.signals.evidence import Evidence, extractive_answer
+    from reground.tools.signals.evidence import Evidence
+    from reground.tools.signals.extract_reply import extractive_answer
 
     intro = Evidence("Two major types of keystores are available:", 1, 0.9, 0.5, 0.4, order=4)
     items = [Evidence(f"* Keystore type {n}: stores keys.", 1, 0.3, 0.1, 0.2, order=4 + n) for n in (1, 2)]
@@ -146,7 +150,8 @@ def test_a_sentence_that_introduces_a_list_brings_the_list() -> None:
 
 
 def test_a_sentence_that_its_passage_follows_with_list_items_brings_only_those_items() -> None:
-    from reground.tools.signals.evidence import Evidence, extractive_answer
+    from reground.tools.signals.evidence import Evidence
+    from reground.tools.signals.extract_reply import extractive_answer
 
     intro = Evidence("Calico policies add the following features.", 1, 0.9, 0.5, 0.4, order=2)
     items = [
@@ -269,7 +274,8 @@ def test_repeating_the_previous_reply_is_relevant_when_the_question_asks_for_it_
 def test_a_fragment_or_a_bare_link_is_never_a_whole_reply() -> None:
     """A list item or heading ("Plan the migration") and a pointer whose link is the message are skipped; the
     sentence after them answers."""
-    from reground.tools.signals.evidence import Evidence, extractive_answer, stands_as_reply
+    from reground.tools.signals.evidence import Evidence, stands_as_reply
+    from reground.tools.signals.extract_reply import extractive_answer
 
     pointer = "For more information, see [Tags for Block Storage for VPC snapshots](https://cloud.example/docs/tags)."
     assert not stands_as_reply("Plan the migration")
@@ -327,7 +333,8 @@ def test_a_reply_runs_as_long_as_the_conversations_replies_so_far() -> None:
 
 
 def test_a_sentence_announcing_a_list_that_was_cut_off_is_never_the_reply() -> None:
-    from reground.tools.signals.evidence import Evidence, extractive_answer
+    from reground.tools.signals.evidence import Evidence
+    from reground.tools.signals.extract_reply import extractive_answer
 
     dangling = Evidence("Two major types of keystores are available:", 1, 0.9, 0.5, 0.4, order=9)
     earlier = Evidence("Keystores hold the keys that sign your builds.", 1, 0.6, 0.3, 0.3, order=8)
@@ -335,7 +342,8 @@ def test_a_sentence_announcing_a_list_that_was_cut_off_is_never_the_reply() -> N
 
 
 def test_a_page_title_repeated_on_two_lines_is_never_the_reply() -> None:
-    from reground.tools.signals.evidence import Evidence, extractive_answer
+    from reground.tools.signals.evidence import Evidence
+    from reground.tools.signals.extract_reply import extractive_answer
 
     title = Evidence("Sharps Disposal | Madison County, NY\nSharps Disposal | Madison County, NY", 1, 0.9, 0.5, 0.4)
     answer = Evidence("Sharps containers are free at any of the county's transfer stations.", 1, 0.6, 0.3, 0.3, order=1)
@@ -343,7 +351,8 @@ def test_a_page_title_repeated_on_two_lines_is_never_the_reply() -> None:
 
 
 def test_a_reply_never_opens_with_a_list_marker() -> None:
-    from reground.tools.signals.evidence import Evidence, extractive_answer
+    from reground.tools.signals.evidence import Evidence
+    from reground.tools.signals.extract_reply import extractive_answer
 
     item = Evidence("* Storage is limited to 200 TB for each storage policy.", 1, 0.9, 0.5, 0.4, order=3)
     assert extractive_answer([item], 1)[0] == "Storage is limited to 200 TB for each storage policy."
@@ -382,7 +391,8 @@ def test_a_how_to_reply_brings_the_numbered_or_bulleted_steps_its_sentence_annou
     """The sentence split kept a numbered item's marker with the sentence before it ("steps:\\n1." / "Go to the Manage
     page."), so the announcing sentence no longer ended in a colon and the steps lost their markers: the reply was
     the announcement alone. Each item's line now starts a sentence of its own, marker included."""
-    from reground.tools.signals.evidence import extractive_answer, rank_evidence
+    from reground.tools.signals.evidence import rank_evidence
+    from reground.tools.signals.extract_reply import extractive_answer
     from reground.tools.text.sentences import is_list_item, text_sentences
 
     sentences = text_sentences(page)

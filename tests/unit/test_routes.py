@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 from langgraph.runtime import Runtime
-from reground.graph.builder import route_after_check, route_after_refine, route_after_triage, route_start
 from reground.nodes.context import Context
-from reground.nodes.groundedness import FLAGGED_ONLY
+from reground.nodes.routes import FLAGGED_ONLY, route_after_check, route_after_refine, route_after_triage, route_start
 from reground.nodes.state import Draft, State
 
 THRESHOLD = 0.5  # the groundedness threshold these contexts set explicitly (no calibration file is read)

@@ -165,7 +165,7 @@ def test_an_extracted_unit_with_a_cut_code_block_is_still_quoted_word_for_word()
 def test_an_extracted_reply_does_not_show_the_same_code_block_twice() -> None:
     """A page that shows one file under two sentences: the second unit with the same block is passed over for the
     next one."""
-    from reground.tools.signals.evidence import extractive_answer
+    from reground.tools.signals.extract_reply import extractive_answer
 
     block = "```python\napp.include_router(items.router)\n```"
     texts = [f"Now include the routers:\n{block}", f"We can declare all that in one place:\n{block}", "Use a prefix."]

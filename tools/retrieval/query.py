@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from reground.tools.text.tokens import history_query
 from reground.tools.tuning.retrieval import SEARCH
@@ -113,28 +112,3 @@ def conversation_query(
         phrase_query=history_query("", [t for t in turns if is_assistant(t[0])], phrase_tokens),
         turn_question=turn_question.strip(),
     )
-
-
-def turn_search_query(
-    state: Mapping[str, Any], budget_tokens: int, phrase_tokens: int, expansions: Sequence[str] = ()
-) -> RetrievalQuery:
-    """What a graph turn searches with, from its state: the re-grounding's search text (or the standalone question,
-    or the message), the dialogue (none when a re-grounding suspects a change of subject), the keywords, and the
-    turn's question for the chunk ranker. The retrieve node and evals/train/chunk_ranker.py both build it here."""
-    question = str(state["question"])
-    history = [] if state.get("query_mode") == "new_topic" else list(state.get("history", []))
-    return conversation_query(
-        question,
-        history,
-        budget_tokens,
-        search_question=search_text(state),
-        keywords=list(state.get("keywords", [])),
-        expansions=expansions,
-        phrase_tokens=phrase_tokens,
-        turn_question=str(state.get("standalone_question") or question),
-    )
-
-
-def search_text(state: Mapping[str, Any]) -> str:
-    """The text a turn searches: a re-grounding's query, else the standalone question, else the message."""
-    return str(state.get("retrieval_query") or state.get("standalone_question") or state["question"])

@@ -3,7 +3,7 @@
 Used by the injection flags (a sentence sending the reader to a contact outside the document's own domain), by the
 groundedness check (a reply's contact must come from a cited passage) and by the sensitive-request check (a contact
 must lead to one of the collection's trusted domains). Parsing never raises: a link a browser would refuse
-("http://127.0.0.1:[PORT]", issue 38) has no host, it does not stop an ingest.
+("http://127.0.0.1:[PORT]") has no host, it does not stop an ingest.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ logins, redirects to contacts outside the document's own domain, fake citations 
 Legal]"), and text hidden from the human reader (HTML comments, hidden elements, zero-width characters).
 
 Nothing is deleted: deleting let an attacker suppress real facts (a chunk laced with zero-width characters was
-emptied, a table row went with its figure, "[instruction removed]" reached replies; issue 29). Each sentence is
+emptied, a table row went with its figure, "[instruction removed]" reached replies). Each sentence is
 *flagged* instead (`flag_sentence`, `flag_passage`): at ingest (kept in the chunk's metadata, `FLAGS_KEY`, with the
 mark of the rules that screened it, injection_screen.py) and at read time (`guard_candidates`, in the retrieve node:
 the stored flags where the mark still holds, else the rules again), and the reply decides (`answerable_evidence` for the

@@ -163,8 +163,8 @@ RULES += (
 )
 
 
-# Issue 29's misses and the suite A styles: orders phrased as policy about what askers "must be told", requests
-# for credentials, fake citations, and the same orders in German, French, Spanish, Italian, Dutch, Portuguese.
+# Orders the first rules missed and the suite A styles: orders phrased as policy about what askers "must be told",
+# requests for credentials, fake citations, and the same orders in German, French, Spanish, Italian, Dutch, Portuguese.
 _ASKERS = (
     r"(?:employees?|staff(?:\s+members?)?|users?|customers?|members?|colleagues?|anyone|everyone|people|callers?"
     r"|visitors?|workers?|applicants?|those|whoever|somebody|someone|persons?|readers?|clients?|new\s+hires?"

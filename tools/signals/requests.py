@@ -4,7 +4,7 @@ Two readers use it. The injection flags (tools/signals/injection.py) flag a docu
 password, PIN or bank login (`credential_request`): no real page asks for those. The sensitive-request check
 (tools/signals/sensitive.py) reads a reply: a sentence telling the user to send or enter a secret, to hand over
 personal data (a badge photo, an ID or insurance number, a date of birth, bank details) or to pay to an account
-(`sensitive_requests`), so that it is never relayed as a plain answer (issue 39).
+(`sensitive_requests`), so that it is never relayed as a plain answer.
 """
 
 from __future__ import annotations

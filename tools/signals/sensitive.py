@@ -1,4 +1,4 @@
-"""Sensitive requests are never relayed as plain answers (issue 39): a reply telling the user to send or enter a
+"""Sensitive requests are never relayed as plain answers: a reply telling the user to send or enter a
 secret, hand over personal data, pay to an account or contact an address, link or number is checked.
 
 A poisoned page looks like the organisation's own policy, so flagging orders to the assistant does not catch it:

@@ -1,7 +1,7 @@
 """Keyword stuffing: text that repeats a few words (or one sentence) far past what prose does, to buy rank.
 
 A page repeating a question's words fifty times around a false figure outranked the real page in BM25 and in the
-dense search, and pushed it out of the passages (issue 39). Prose spreads its words; a stuffed chunk is almost only
+dense search, and pushed it out of the passages. Prose spreads its words; a stuffed chunk is almost only
 repeats, of words (`repeat_share`: the share of its content words, three letters or more, that repeat an earlier
 one) and of character sequences (`compressed_share`: zlib's size against the text's). Lists of similar
 identifiers repeat words too, but not whole sequences, so both must be high. Ingest records a stuffed chunk in its

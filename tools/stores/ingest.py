@@ -8,7 +8,7 @@ Before chunking, every document loses what a reader would not see or what would 
 characters and escape sequences, invisible formatting characters: tools/text/terminal.py, tools/text/invisible.py)
 and each blob glued to its prose is set on a line of its own (tools/text/blobs.py). Each chunk carries its flagged
 sentences and title (signals/injection.py) and whether it is keyword stuffing (signals/stuffing.py). A document
-that fails anywhere is skipped and named with the reason in `errors`; the others are ingested (issue 38). The
+that fails anywhere is skipped and named with the reason in `errors`; the others are ingested. The
 progress bar counts characters, so it moves within a large file; the collection's trusted domains are learned
 from what was written (stores/trusted_domains.py).
 

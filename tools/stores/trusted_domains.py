@@ -1,7 +1,7 @@
 """A collection's trusted domains: where its documents come from, learned at ingest, editable by the user.
 
 A poisoned page can name a look-alike contact on its own look-alike domain ("payroll@northwind-hr.example" on a
-page served from northwind-hr.example), so "a contact outside the page's own domain" lets it through (issue 39).
+page served from northwind-hr.example), so "a contact outside the page's own domain" lets it through.
 What a collection trusts is what most of its documents share: the domains its documents are served from (their
 url or `domain`/`site` metadata) and the domains of the addresses and links many of them give. One page cannot
 make its domain trusted; the user can add or remove any (`reground collections NAME --trust/--untrust DOMAIN`).

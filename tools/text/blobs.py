@@ -1,8 +1,8 @@
 """Machine-readable blobs glued to prose (a JSON object, an XML element, a markdown image) set on lines of their own.
 
 A page can write a tool call straight after a fact ("... an extra paid day.{"tool": "send_email", ...}"): the
-sentence split then reads fact and blob as one sentence, the injection flags flag both, and the fact is lost
-(issue 39). Ingest makes each such blob a paragraph of its own before chunking, so the fact stays a sentence a
+sentence split then reads fact and blob as one sentence, the injection flags flag both, and the fact is lost.
+Ingest makes each such blob a paragraph of its own before chunking, so the fact stays a sentence a
 reply can quote (a fee line without a full stop is not read as the heading of the blob) and the blob is flagged
 alone (the injection flags treat each line as a unit). Nothing is removed.
 """

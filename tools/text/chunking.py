@@ -35,7 +35,7 @@ def _paragraphs(text: str) -> list[tuple[str, str]]:
 
     A paragraph keeps its line breaks: a plain heading line ("How to surrender your plates") stays part of the
     sentence after it, whose words it helps rank, and an extracted reply can still leave it out
-    (tools/evidence.reply_text)."""
+    (tools/signals/extract_reply.reply_text)."""
     section = ""
     out: list[tuple[str, str]] = []
     for block in re.split(r"\n\s*\n", text.replace("\r\n", "\n")):

@@ -4,7 +4,7 @@ The loader strips it (a browser would not show it); the injection rules read it,
 meant for a model, not a reader. Hidden means: the `hidden` attribute, `aria-hidden="true"`, or a style that
 shows nothing (display none, visibility hidden, zero opacity or font size, zero width or height with the overflow
 hidden, a clip to nothing), puts the text off-screen (a large negative offset or indent), or paints it white or
-transparent on no background of its own (issue 39: a credential request in white text was the reply). Styles
+transparent on no background of its own (a credential request in white text was the reply). Styles
 come from the element's `style` attribute, an old `<font color>`, or a class or id a `<style>` block hides.
 """
 

@@ -2,7 +2,7 @@
 
 A page can hide text in Unicode tag characters (U+E0000-E007F, read by models, shown by nothing), reverse how a
 line reads with bidi controls (U+202E makes "toner.exe (download)" read otherwise on a terminal), and split words
-with zero-width characters so that a chunker or a rule sees other words than a reader (issue 39: tag characters
+with zero-width characters so that a chunker or a rule sees other words than a reader (tag characters
 made the chunker cut a fact mid-sentence). Ingest removes them before chunking (tools/stores/ingest.py counts
 them per document) and the CLI removes them from everything it prints (tools/text/terminal.py), so text written
 before either cannot reach a terminal with them.

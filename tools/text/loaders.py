@@ -260,7 +260,7 @@ def _load_file(path: Path, root: Path, errors: list[LoadError], limits: ReadLimi
         errors.append(LoadError(str(path), "permission denied"))
     except (OSError, ValueError) as exc:
         errors.append(LoadError(str(path), str(exc)))
-    except Exception as exc:  # a parser's own failure on this file (issue 38): the file is named, the rest load
+    except Exception as exc:  # a parser's own failure on this file: the file is named, the rest load
         errors.append(LoadError(str(path), f"could not be read: {type(exc).__name__}: {' '.join(str(exc).split())}"))
 
 
