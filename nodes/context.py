@@ -48,7 +48,6 @@ from reground.nodes.context_groups import (
     DEFAULT_GROUNDEDNESS_WEIGHTS,
     DEFAULT_SUPPORT_THRESHOLD,
     MAX_READINGS,
-    AtLeastOne,
     Budgets,
     CitationSettings,
     EvidenceSettings,
@@ -166,7 +165,7 @@ class Context(EnvSettings):
             "order)."
         ),
     )
-    top_n: AtLeastOne = tuned(BUDGETS, "top_n")
+    top_n: int = tuned(BUDGETS, "top_n")
     use_clarify: bool = Field(
         default=True,
         description=(
@@ -210,7 +209,7 @@ class Context(EnvSettings):
     )
     use_reground: bool = Field(default=True, description="Enable the re-grounding loop.")
     use_principle_refinement: bool = Field(default=True, description="Enable the ProMiSe refinement loop.")
-    recursion_limit: AtLeastOne = tuned(BUDGETS, "recursion_limit")
+    recursion_limit: int = tuned(BUDGETS, "recursion_limit")
     review_mode: Literal["off", "failed", "all"] = Field(
         default="off",
         description="Pause for a human before finalizing: 'off', only 'failed' answers, or 'all'.",
@@ -359,7 +358,7 @@ class IngestContext(EnvSettings):
     data_dir: str = _conversation_field("data_dir")
     chroma_url: str = _conversation_field("chroma_url")
     store: str = _conversation_field("store")
-    max_tokens: int = tuned(INGEST, "chunk_tokens", ge=INGEST.min_chunk_tokens)
+    max_tokens: int = tuned(INGEST, "chunk_tokens")
     embedding_model: str = Field(
         default=_CONVERSATION["embedding_model"].default,
         description="Embedding spec; must match the one the conversation graph reads the collection with.",

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from reground.tools.errors import InputError
-from reground.tools.tuning.declared import DESCRIPTION, USER_SETTABLE
+from reground.tools.tuning.declared import BOUNDS, DESCRIPTION, SCHEMA_EXTRA
 
 ENV_PREFIX = "REGROUND_"
 GROUP_SEPARATOR = "__"  # REGROUND_<GROUP>__<FIELD>
@@ -33,29 +33,27 @@ PROMPT_PLACEHOLDERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 VERBATIM_PROMPTS = ("refine_question_prompt", "keywords_prompt")
 
 
-def tuned(values: object, name: str, *, optional: bool = False, **constraints: Any) -> Any:
-    """The field of a setting declared in tools/tuning/ (`values` its frozen group, e.g. TRIAGE): its default and
-    description are that declaration's. `optional`: the default is None (the run then reads a calibrated value, else
-    the declared one, shown as the schema's `fallback`). A value marked `user_settable=False` there carries
-    `"user_settable": false` in the schema. `constraints` are the field's bounds."""
+def tuned(values: object, name: str, *, optional: bool = False) -> Any:
+    """The field of a setting declared in tools/tuning/ (`values` its frozen group, e.g. TRIAGE): its default,
+    description and bounds are that declaration's (`setting`'s metadata). `optional`: the default is None (the run
+    then reads a calibrated value, else the declared one, shown as the schema's `fallback`). A value marked
+    `user_settable=False` there carries `"user_settable": false` in the schema."""
     declared = next(f for f in fields(values) if f.name == name)  # type: ignore[arg-type]
     value = getattr(values, name)
-    extra: dict[str, Any] = dict(constraints.pop("json_schema_extra", {}))
-    if not declared.metadata[USER_SETTABLE]:
-        extra[USER_SETTABLE] = False
+    meta = declared.metadata
+    bounds = {bound: meta[bound] for bound in BOUNDS if bound in meta}
+    extra: dict[str, Any] = dict(meta.get(SCHEMA_EXTRA, {}))
     if optional:
         extra["fallback"] = value
-        return Field(default=None, description=declared.metadata[DESCRIPTION], json_schema_extra=extra, **constraints)
+        return Field(default=None, description=meta[DESCRIPTION], json_schema_extra=extra, **bounds)
     if isinstance(value, Mapping):
         return Field(
             default_factory=lambda: dict(value),
-            description=declared.metadata[DESCRIPTION],
+            description=meta[DESCRIPTION],
             json_schema_extra=extra or None,
-            **constraints,
+            **bounds,
         )
-    return Field(
-        default=value, description=declared.metadata[DESCRIPTION], json_schema_extra=extra or None, **constraints
-    )
+    return Field(default=value, description=meta[DESCRIPTION], json_schema_extra=extra or None, **bounds)
 
 
 class ContextError(InputError):

@@ -1,11 +1,12 @@
 """The expert settings of a run, one group per stage (`context.triage`, `context.evidence`, ...): a tuned field is
-generated from its one declaration in tools/tuning/ (`tuned`: default and description), its bounds are the type's.
+generated from its one declaration in tools/tuning/ (`tuned`: default, description and bounds); a field declared
+here is a switch, a model spec or a prompt, which no tuning declares.
 A field marked `"user_settable": false` in the schema is one a user should not normally change."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, Self, get_args
+from typing import Any, Literal, Self, get_args
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from reground.nodes.context_base import (
@@ -37,15 +38,6 @@ MAX_READINGS = TRIAGE.max_readings
 
 Principle = Literal["specificity", "faithfulness", "relevance"]
 
-# Value domains several fields share: the bounds live in the type, and Studio's form shows them as min/max.
-Share = Annotated[float, Field(ge=0.0, le=1.0)]  # a score, a margin or a share on a 0-1 scale
-Cosine = Annotated[float, Field(ge=-1.0, le=1.0)]
-Temperature = Annotated[float, Field(ge=0.0, le=2.0)]
-Count = Annotated[int, Field(ge=0)]  # 0 = none (no history, no retry, no evidence)
-AtLeastOne = Annotated[int, Field(ge=1)]
-ReplyTokens = Annotated[int, Field(ge=8)]  # the token cap of a short reply: a rewrite, keywords, a verdict
-SupportScore = Annotated[float, Field(ge=0.0, le=TRIAGE.support_score_max)]  # an evidence score (triage)
-
 
 @group_named("models")
 class ModelSettings(Group):
@@ -61,59 +53,57 @@ class ModelSettings(Group):
         default="", description="Model spec for rerank and groundedness judging; empty = chat_model."
     )
     rerank_url: str = Field(default="", description="URL of a /rerank endpoint (Cohere/TEI/Jina style).")
-    temperature: Temperature = tuned(CHAT, "temperature")
-    sample_temperature: Temperature = tuned(CHAT, "sample_temperature")
-    n_samples: AtLeastOne = tuned(CHAT, "n_samples")
-    llm_timeout_s: float = tuned(CHAT, "timeout_s", gt=0.0)
-    max_answer_tokens: AtLeastOne = tuned(CHAT, "max_answer_tokens")
-    rewrite_max_tokens: ReplyTokens = tuned(CHAT, "rewrite_max_tokens")
-    keywords_max_tokens: ReplyTokens = tuned(CHAT, "keywords_max_tokens")
-    judge_max_tokens: ReplyTokens = tuned(CHAT, "judge_max_tokens")
-    answer_json_overhead_tokens: Count = tuned(CHAT, "answer_json_overhead_tokens")
-    rerank_tokens_per_passage: AtLeastOne = tuned(CHAT, "rerank_tokens_per_passage")
-    rerank_reply_frame_tokens: Count = tuned(CHAT, "rerank_reply_frame_tokens")
-    rerank_max_score: float = tuned(CHAT, "rerank_max_score", gt=0.0)
-    max_keywords: AtLeastOne = tuned(CHAT, "max_keywords")
-    keyword_max_chars: AtLeastOne = tuned(CHAT, "keyword_max_chars")
+    temperature: float = tuned(CHAT, "temperature")
+    sample_temperature: float = tuned(CHAT, "sample_temperature")
+    n_samples: int = tuned(CHAT, "n_samples")
+    llm_timeout_s: float = tuned(CHAT, "timeout_s")
+    max_answer_tokens: int = tuned(CHAT, "max_answer_tokens")
+    rewrite_max_tokens: int = tuned(CHAT, "rewrite_max_tokens")
+    keywords_max_tokens: int = tuned(CHAT, "keywords_max_tokens")
+    judge_max_tokens: int = tuned(CHAT, "judge_max_tokens")
+    answer_json_overhead_tokens: int = tuned(CHAT, "answer_json_overhead_tokens")
+    rerank_tokens_per_passage: int = tuned(CHAT, "rerank_tokens_per_passage")
+    rerank_reply_frame_tokens: int = tuned(CHAT, "rerank_reply_frame_tokens")
+    rerank_max_score: float = tuned(CHAT, "rerank_max_score")
+    max_keywords: int = tuned(CHAT, "max_keywords")
+    keyword_max_chars: int = tuned(CHAT, "keyword_max_chars")
 
 
 @group_named("budgets")
 class Budgets(Group):
     """How much of the dialogue, the question and the store a turn reads and keeps."""
 
-    history_token_budget: Count = tuned(BUDGETS, "history_token_budget")
-    history_token_cap: AtLeastOne = tuned(BUDGETS, "history_token_cap")
-    question_token_budget: AtLeastOne = tuned(BUDGETS, "question_token_budget")
-    doc_candidates: AtLeastOne = tuned(BUDGETS, "doc_candidates")
+    history_token_budget: int = tuned(BUDGETS, "history_token_budget")
+    history_token_cap: int = tuned(BUDGETS, "history_token_cap")
+    question_token_budget: int = tuned(BUDGETS, "question_token_budget")
+    doc_candidates: int = tuned(BUDGETS, "doc_candidates")
     use_paragraph_scoring: bool = Field(
         default=True,
         description="Score paragraphs by cos(q', p) + sum of cos(keyword, p) (ConvRAG fine-grained retrieval).",
     )
-    paragraph_candidates: AtLeastOne = tuned(BUDGETS, "paragraph_candidates")
-    min_cut_turn_tokens: Count = tuned(BUDGETS, "min_cut_turn_tokens")
-    rewrite_history_messages: Count = tuned(BUDGETS, "rewrite_history_messages")
-    keyword_history_messages: Count = tuned(BUDGETS, "keyword_history_messages")
-    keyword_recent_messages: Count = tuned(BUDGETS, "keyword_recent_messages")
-    forced_history_factor: AtLeastOne = tuned(BUDGETS, "forced_history_factor")
+    paragraph_candidates: int = tuned(BUDGETS, "paragraph_candidates")
+    min_cut_turn_tokens: int = tuned(BUDGETS, "min_cut_turn_tokens")
+    rewrite_history_messages: int = tuned(BUDGETS, "rewrite_history_messages")
+    keyword_history_messages: int = tuned(BUDGETS, "keyword_history_messages")
+    keyword_recent_messages: int = tuned(BUDGETS, "keyword_recent_messages")
+    forced_history_factor: int = tuned(BUDGETS, "forced_history_factor")
 
 
 @group_named("triage")
 class TriageSettings(Group):
     """Ask back, abstain, hedge or answer: the support and judge thresholds, asking back, partial answers."""
 
-    support_threshold: SupportScore | None = tuned(TRIAGE, "support_threshold", optional=True)
-    abstain_reground_attempts: Count = tuned(TRIAGE, "abstain_reground_attempts")
-    clarify_min_readings: int = tuned(TRIAGE, "clarify_min_readings", ge=2, json_schema_extra={"maximum": MAX_READINGS})
-    doc_readings_offered: int = tuned(TRIAGE, "doc_readings_offered", ge=2)
-    clarify_min_readings_opening: int = tuned(
-        TRIAGE, "clarify_min_readings_opening", ge=2, json_schema_extra={"maximum": MAX_READINGS}
-    )
+    support_threshold: float | None = tuned(TRIAGE, "support_threshold", optional=True)
+    abstain_reground_attempts: int = tuned(TRIAGE, "abstain_reground_attempts")
+    clarify_min_readings: int = tuned(TRIAGE, "clarify_min_readings")
+    doc_readings_offered: int = tuned(TRIAGE, "doc_readings_offered")
+    clarify_min_readings_opening: int = tuned(TRIAGE, "clarify_min_readings_opening")
     learned_ask_back: bool = tuned(TRIAGE, "learned_ask_back")
-    reading_ratio: float = tuned(TRIAGE, "reading_ratio", gt=0.0, le=1.0)
-    partial_coverage: Share = tuned(TRIAGE, "partial_coverage")
-    partial_missing_named: AtLeastOne = tuned(TRIAGE, "partial_missing_named")
-    judge_answer_threshold: Share = tuned(TRIAGE, "judge_answer_threshold")
-    judge_hedge_threshold: Share = tuned(TRIAGE, "judge_hedge_threshold")
+    reading_ratio: float = tuned(TRIAGE, "reading_ratio")
+    partial_coverage: float = tuned(TRIAGE, "partial_coverage")
+    partial_missing_named: int = tuned(TRIAGE, "partial_missing_named")
+    judge_answer_threshold: float = tuned(TRIAGE, "judge_answer_threshold")
+    judge_hedge_threshold: float = tuned(TRIAGE, "judge_hedge_threshold")
 
     @field_validator("clarify_min_readings", "clarify_min_readings_opening", mode="after")
     @classmethod
@@ -136,17 +126,17 @@ class EvidenceSettings(Group):
     """How passage sentences rank as evidence, what the answer is shown and cut to, and which passages help."""
 
     dense_weight: float = tuned(EVIDENCE, "dense_weight")
-    dialogue_weight: float = tuned(EVIDENCE, "dialogue_weight", ge=0.0)
-    continuity_weight: float = tuned(EVIDENCE, "continuity_weight", ge=0.0)
-    judge_rank_weight: float = tuned(EVIDENCE, "judge_rank_weight", ge=0.0)
-    reader_weight: float = tuned(EVIDENCE, "reader_weight", ge=0.0)
-    reader_top: Count = tuned(EVIDENCE, "reader_top")
+    dialogue_weight: float = tuned(EVIDENCE, "dialogue_weight")
+    continuity_weight: float = tuned(EVIDENCE, "continuity_weight")
+    judge_rank_weight: float = tuned(EVIDENCE, "judge_rank_weight")
+    reader_weight: float = tuned(EVIDENCE, "reader_weight")
+    reader_top: int = tuned(EVIDENCE, "reader_top")
     unit_ranking: Literal["auto", "on", "off"] = tuned(EVIDENCE, "unit_ranking")
-    unit_reply_units: AtLeastOne = tuned(EVIDENCE, "unit_reply_units")
-    answer_evidence: Count = tuned(EVIDENCE, "answer_evidence")
-    max_answer_sentences: AtLeastOne = tuned(EVIDENCE, "max_answer_sentences")
+    unit_reply_units: int = tuned(EVIDENCE, "unit_reply_units")
+    answer_evidence: int = tuned(EVIDENCE, "answer_evidence")
+    max_answer_sentences: int = tuned(EVIDENCE, "max_answer_sentences")
     answer_lengths: dict[str, ExtractLength] = tuned(EVIDENCE, "answer_lengths")
-    max_code_lines: AtLeastOne = tuned(EVIDENCE, "max_code_lines")
+    max_code_lines: int = tuned(EVIDENCE, "max_code_lines")
     use_self_check: bool = Field(
         default=False,
         description=(
@@ -171,15 +161,15 @@ class EvidenceSettings(Group):
 class GroundednessSettings(Group):
     """When an answer counts as grounded, and how often the turn re-grounds it."""
 
-    threshold: Share | None = tuned(GROUNDEDNESS, "threshold", optional=True)
+    threshold: float | None = tuned(GROUNDEDNESS, "threshold", optional=True)
     weights: dict[str, float] = tuned(GROUNDEDNESS, "weights")
     use_llm_groundedness_judge: bool = Field(
         default=True, description="Include the LLM judge in the groundedness score."
     )
-    support_low: Cosine = tuned(GROUNDEDNESS, "support_low")
-    support_high: Cosine = tuned(GROUNDEDNESS, "support_high")
-    llm_judge_band: Share = tuned(GROUNDEDNESS, "llm_judge_band")
-    max_reground_attempts: Count = tuned(GROUNDEDNESS, "max_reground_attempts")
+    support_low: float = tuned(GROUNDEDNESS, "support_low")
+    support_high: float = tuned(GROUNDEDNESS, "support_high")
+    llm_judge_band: float = tuned(GROUNDEDNESS, "llm_judge_band")
+    max_reground_attempts: int = tuned(GROUNDEDNESS, "max_reground_attempts")
     check_sensitive_requests: bool = Field(
         default=True,
         description=(
@@ -212,10 +202,10 @@ class GroundednessSettings(Group):
 class RefinementSettings(Group):
     """The two refine nodes: when a follow-up is rewritten, and ProMiSe's refinement of a written answer."""
 
-    rewrite_below_margin: Share = tuned(REFINEMENT, "rewrite_below_margin")
-    min_grounded_word_share: Share = tuned(REFINEMENT, "min_grounded_word_share")
-    rewrite_max_chars: AtLeastOne = tuned(REFINEMENT, "rewrite_max_chars")
-    max_refine_iterations: Count = tuned(REFINEMENT, "max_refine_iterations")
+    rewrite_below_margin: float = tuned(REFINEMENT, "rewrite_below_margin")
+    min_grounded_word_share: float = tuned(REFINEMENT, "min_grounded_word_share")
+    rewrite_max_chars: int = tuned(REFINEMENT, "rewrite_max_chars")
+    max_refine_iterations: int = tuned(REFINEMENT, "max_refine_iterations")
     specificity_threshold: float = tuned(REFINEMENT, "specificity_threshold")
     faithfulness_threshold: float = tuned(REFINEMENT, "faithfulness_threshold")
     relevance_threshold: float = tuned(REFINEMENT, "relevance_threshold")
@@ -245,10 +235,10 @@ class RefinementSettings(Group):
 class CitationSettings(Group):
     """What a finished turn cites, and how long a citation's quote is."""
 
-    max_quote_chars: AtLeastOne = tuned(CITATIONS, "max_quote_chars")
-    min_share: Share = tuned(CITATIONS, "min_share")
-    of_best: Share = tuned(CITATIONS, "of_best")
-    min_quoted_words: AtLeastOne = tuned(CITATIONS, "min_quoted_words")
+    max_quote_chars: int = tuned(CITATIONS, "max_quote_chars")
+    min_share: float = tuned(CITATIONS, "min_share")
+    of_best: float = tuned(CITATIONS, "of_best")
+    min_quoted_words: int = tuned(CITATIONS, "min_quoted_words")
 
 
 @group_named("prompts")

@@ -3,7 +3,10 @@ the run's Context is generated from those declarations, and nodes read settings 
 
 - Every Context (and IngestContext) field, top-level or in a group, maps to exactly one declaration: a tools/tuning/
   field whose default and description it takes, or the Context field itself when no tuning field declares the value
-  (a switch, a model spec, a prompt). `retrieval` and `index` are tools/tuning/ dataclasses themselves.
+  (a switch, a model spec, a prompt). `retrieval` and `index` are tools/tuning/ dataclasses themselves, each field a
+  `setting`.
+- Every Context field, nested ones too, has a description in the Studio schema; a tuned field's bounds there are its
+  declaration's.
 - No tools/tuning/ field holds a second copy of another's default (a same-named field with an equal literal).
 - No module in nodes/ but the context modules imports tools.tuning.
 """
@@ -46,7 +49,7 @@ class Declaration:
 
 
 def declarations() -> list[Declaration]:
-    """Every tools/tuning/ dataclass field declared with `setting` (it carries a description)."""
+    """Every tools/tuning/ dataclass field declared with `setting` (it carries a description and user_settable)."""
     found = []
     for info in pkgutil.iter_modules(tuning.__path__):
         module = importlib.import_module(f"{tuning.__name__}.{info.name}")
@@ -54,7 +57,7 @@ def declarations() -> list[Declaration]:
             if not (isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == module.__name__):
                 continue
             for field in dataclasses.fields(cls):
-                if DESCRIPTION in field.metadata:
+                if USER_SETTABLE in field.metadata:  # declared with `setting`
                     if field.default_factory is not dataclasses.MISSING:
                         default = field.default_factory()
                     else:
@@ -74,9 +77,29 @@ def _tuning_classes() -> set[type]:
     }
 
 
+@dataclasses.dataclass(frozen=True)
+class DataclassField:
+    """A field of a settings dataclass the Context holds (`retrieval`, `index`), as pydantic reads it: the
+    `setting` metadata is its description, bounds and schema extras."""
+
+    description: str | None
+    default: Any
+    default_factory: Any
+    json_schema_extra: Any
+
+
+def _dataclass_field(field: dataclasses.Field[Any]) -> DataclassField:
+    return DataclassField(
+        field.metadata.get(DESCRIPTION),
+        None if field.default is dataclasses.MISSING else field.default,
+        None if field.default_factory is dataclasses.MISSING else field.default_factory,
+        field.metadata.get("json_schema_extra"),
+    )
+
+
 def context_fields(models: list[type[BaseModel]]) -> dict[str, Any]:
     """{'Context.triage.judge_answer_threshold': its FieldInfo} for the models' fields and their groups' fields; a
-    group that is a tools/tuning/ dataclass is listed as itself (it is its own declaration)."""
+    group that is a tools/tuning/ dataclass is listed as itself and each of its fields as a DataclassField."""
     out: dict[str, Any] = {}
     for model in models:
         for name, info in model.model_fields.items():
@@ -86,6 +109,8 @@ def context_fields(models: list[type[BaseModel]]) -> dict[str, Any]:
                     out[f"{model.__name__}.{name}.{sub}"] = sub_info
             elif isinstance(kind, type) and dataclasses.is_dataclass(kind):
                 out[f"{model.__name__}.{name}"] = kind
+                for field in dataclasses.fields(kind):
+                    out[f"{model.__name__}.{name}.{field.name}"] = _dataclass_field(field)
             else:
                 out[f"{model.__name__}.{name}"] = info
     return out
@@ -113,6 +138,9 @@ def declaration_problems(models: list[type[BaseModel]], declared: list[Declarati
                 problems.append(f"{path}: a dataclass group that is not a tools/tuning/ declaration")
             continue
         matches = by_description.get(info.description or "", [])
+        if isinstance(info, DataclassField) and not matches:
+            problems.append(f"{path}: a field of a settings dataclass not declared with `setting`")
+            continue
         if not matches:
             if path.rsplit(".", 1)[-1] in names:
                 problems.append(f"{path}: declared in the Context although tools/tuning/ declares that name")
@@ -294,3 +322,67 @@ def test_a_planted_tuning_import_in_a_node_is_reported(tmp_path: Path, source: s
     (tmp_path / "nodes" / "context_groups.py").write_text("from reground.tools.tuning.turn import BUDGETS\n")
     (tmp_path / "nodes" / "answer.py").write_text(source, encoding="utf-8")
     assert tuning_readers(tmp_path) == ["answer.py"]
+
+
+# --- Studio's form describes every field, with its declaration's bounds ------------------------------------------
+
+
+def undescribed(schema: dict[str, Any]) -> list[str]:
+    """'Group.field' for each property of the schema (and its $defs) with no description."""
+    return [
+        f"{group}.{name}"
+        for group, part in [("Context", schema), *schema.get("$defs", {}).items()]
+        for name, prop in part.get("properties", {}).items()
+        if not prop.get("description")
+    ]
+
+
+def test_every_context_field_has_a_description_in_the_studio_schema() -> None:
+    from reground.nodes.context import Context, IngestContext
+
+    assert undescribed(Context.model_json_schema()) == []
+    assert undescribed(IngestContext.model_json_schema()) == []
+    assert undescribed({"properties": {"x": {"type": "integer"}}}) == ["Context.x"], "the check sees a bare field"
+
+
+def _bounds(prop: dict[str, Any]) -> dict[str, Any]:
+    kinds = prop.get("anyOf", [prop])
+    names = {"minimum": "ge", "exclusiveMinimum": "gt", "maximum": "le", "exclusiveMaximum": "lt"}
+    return {names[k]: v for kind in kinds for k, v in kind.items() if k in names}
+
+
+def test_each_tuned_fields_bounds_in_the_schema_are_its_declarations() -> None:
+    """Bounds live with the default (tools/tuning/): the schema shows them, and no Context field adds its own."""
+    from reground.nodes.context import Context
+
+    schema = Context.model_json_schema()
+    by_description = {d.description: d for d in declarations()}
+    checked = 0
+    for group, part in [("Context", schema), *schema["$defs"].items()]:
+        for name, prop in part.get("properties", {}).items():
+            declaration = by_description.get(prop.get("description", ""))
+            if declaration is None:
+                continue
+            meta = _declared_field(declaration).metadata
+            wanted = {k: meta[k] for k in ("ge", "gt", "le", "lt") if k in meta}
+            extra = meta.get("json_schema_extra") or {}
+            if "maximum" in extra:
+                wanted["le"] = extra["maximum"]
+            assert _bounds(prop) == wanted, f"{group}.{name}: schema bounds {_bounds(prop)} vs declared {wanted}"
+            checked += 1
+    assert checked > 80
+
+
+def _declared_field(declaration: Declaration) -> dataclasses.Field[Any]:
+    module_name, class_name, field_name = declaration.where.split(".")
+    cls = getattr(importlib.import_module(f"{tuning.__name__}.{module_name}"), class_name)
+    return next(f for f in dataclasses.fields(cls) if f.name == field_name)
+
+
+def test_a_bound_is_validated_where_it_is_declared() -> None:
+    from reground.nodes.context import Context, ContextError
+
+    with pytest.raises(ContextError, match=r"retrieval\.chunk_k"):
+        Context(retrieval={"chunk_k": 0})
+    with pytest.raises(ContextError, match=r"triage\.judge_answer_threshold"):
+        Context(triage={"judge_answer_threshold": 1.5})

@@ -14,41 +14,59 @@ from reground.tools.tuning.declared import setting
 class ChatCalls:
     """Chat model calls of a turn."""
 
-    temperature: float = setting(0.0, meaning="Sampling temperature of the first answer sample.")
+    temperature: float = setting(0.0, meaning="Sampling temperature of the first answer sample.", ge=0.0, le=2.0)
     sample_temperature: float = setting(
-        0.7, meaning="Sampling temperature of the answer samples after the first (ProMiSe best-of-N)."
+        0.7,
+        meaning="Sampling temperature of the answer samples after the first (ProMiSe best-of-N).",
+        ge=0.0,
+        le=2.0,
     )
     n_samples: int = setting(
         1,
         meaning="Initial answer samples N (ProMiSe best-of-N; the 0.5B model's samples rarely differ usefully).",
+        ge=1,
     )
     timeout_s: float = setting(
         120.0,
         meaning="Timeout of one LLM call, seconds (room for the 0.5B model on busy cores to answer a turn's prompt).",
+        gt=0.0,
     )
-    max_answer_tokens: int = setting(120, meaning="Token cap of one answer.")
-    rewrite_max_tokens: int = setting(60, meaning="Token cap of a rewritten question (refine_question, re_ground).")
-    keywords_max_tokens: int = setting(60, meaning="Token cap of the LLM keyword reply.")
-    judge_max_tokens: int = setting(120, meaning="Token cap of the groundedness judge's reply.")
+    max_answer_tokens: int = setting(120, meaning="Token cap of one answer.", ge=1)
+    rewrite_max_tokens: int = setting(
+        60, meaning="Token cap of a rewritten question (refine_question, re_ground).", ge=8
+    )
+    keywords_max_tokens: int = setting(60, meaning="Token cap of the LLM keyword reply.", ge=8)
+    judge_max_tokens: int = setting(120, meaning="Token cap of the groundedness judge's reply.", ge=8)
     answer_json_overhead_tokens: int = setting(
         30,
         meaning="Tokens of the JSON answer's keys and helpful list (use_self_check), on top of the answer's own cap.",
         user_settable=False,
+        ge=0,
     )
     rerank_tokens_per_passage: int = setting(
-        4, meaning="The listwise LLM rerank's reply cap: this many tokens per passage ...", user_settable=False
+        4,
+        meaning="The listwise LLM rerank's reply cap: this many tokens per passage ...",
+        user_settable=False,
+        ge=1,
     )
     rerank_reply_frame_tokens: int = setting(
-        16, meaning="... plus this many for the reply's JSON frame.", user_settable=False
+        16,
+        meaning="... plus this many for the reply's JSON frame.",
+        user_settable=False,
+        ge=0,
     )
     rerank_max_score: float = setting(
-        10.0, meaning="The listwise LLM rerank's scores run from 0 to this (larger ones are cut).", user_settable=False
+        10.0,
+        meaning="The listwise LLM rerank's scores run from 0 to this (larger ones are cut).",
+        user_settable=False,
+        gt=0.0,
     )
-    max_keywords: int = setting(5, meaning="LLM keywords kept at most.", user_settable=False)
+    max_keywords: int = setting(5, meaning="LLM keywords kept at most.", user_settable=False, ge=1)
     keyword_max_chars: int = setting(
         60,
         meaning="An LLM keyword this many characters long or longer is a sentence, not a keyword (dropped).",
         user_settable=False,
+        ge=1,
     )
     # The injection check's verdict is one word.
     injection_judge_max_tokens: int = 16

@@ -4,10 +4,13 @@ ingestion, chunking, loaders and locks."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal, get_args
 
 from reground.tools.tuning.declared import setting
 from reground.tools.tuning.turn import BUDGETS
+
+DenseMode = Literal["auto", "exact", "hnsw"]
+DENSE_MODES: tuple[str, ...] = get_args(DenseMode)
 
 
 @dataclass(frozen=True)
@@ -20,23 +23,34 @@ class IndexSettings:
     Embedded, Chroma keeps its HNSW index in the same process, so memory hardly drops; with a Chroma server it is
     the server's."""
 
-    dense: str = "auto"
-    ann_min_chunks: int = 50_000
-    # Neighbours asked per wanted hit (rows outside the scope or snapshot are dropped), and the factor the ask grows
-    # by while too few hits are left.
-    ann_oversample: int = 3
-    ann_widen: int = 4
-    sentence_cache: int = 4096  # chunks whose sentence vectors stay in memory once read
-    stored_sentence_vectors: bool = True  # hand out the sentence vectors kept at ingest (False: callers embed)
+    dense: DenseMode = setting(
+        "auto",
+        meaning=(
+            "How dense search runs: 'exact' (every vector in memory), 'hnsw' (the store's approximate index) or "
+            "'auto' (hnsw from `ann_min_chunks` live chunks on; evals/results/bench.json, scale)."
+        ),
+    )
+    ann_min_chunks: int = setting(
+        50_000, meaning="Live chunks from which 'auto' searches the approximate index (HNSW).", ge=0
+    )
+    ann_oversample: int = setting(
+        3,
+        meaning="Neighbours the approximate index is asked for per wanted hit (rows outside the scope are dropped).",
+        ge=1,
+    )
+    ann_widen: int = setting(
+        4, meaning="The factor the approximate index's ask grows by while too few hits are left.", ge=2
+    )
+    sentence_cache: int = setting(4096, meaning="Chunks whose sentence vectors stay in memory once read.", ge=0)
+    stored_sentence_vectors: bool = setting(
+        True, meaning="Hand out the sentence vectors kept at ingest (off: callers embed the sentences)."
+    )
 
     def __post_init__(self) -> None:
         if self.dense not in DENSE_MODES:
             raise ValueError(f"IndexSettings.dense must be one of {', '.join(DENSE_MODES)}, got {self.dense!r}")
         if self.ann_min_chunks < 0 or self.ann_oversample < 1 or self.sentence_cache < 0:
             raise ValueError("IndexSettings: ann_min_chunks and sentence_cache >= 0, ann_oversample >= 1")
-
-
-DENSE_MODES = ("auto", "exact", "hnsw")
 
 
 @dataclass(frozen=True)
@@ -68,15 +82,16 @@ class Ingest:
     pipeline_depth: int = 4
     queue_poll_s: float = 0.1
     join_timeout_s: float = 5.0
+    # The least chunk budget a caller may ask for (fewer splits sentences).
+    min_chunk_tokens: int = 16
     chunk_tokens: int = setting(
         160,
         meaning=(
             "Maximum tokens per chunk (chunks follow headings and paragraphs; about one paragraph of the demo and "
             "doc2dial pages)."
         ),
+        ge=min_chunk_tokens,
     )
-    # The least chunk budget a caller may ask for (fewer splits sentences).
-    min_chunk_tokens: int = 16
     # A structured page's unit (a sentence with the code block, list or table it introduces) is never split up to
     # this many chunk budgets; a longer code block is cut at blank lines into parts of that size.
     max_unit_chunks: int = 3

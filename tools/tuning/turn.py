@@ -5,11 +5,11 @@ ranked, when its answer counts as grounded and how it is refined. A value the ru
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
 
-from reground.tools.tuning.declared import setting
+from reground.tools.tuning.declared import DESCRIPTION, setting
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,7 @@ class BudgetTuning:
     history_token_budget: int = setting(
         100,
         meaning="Dialogue history (tokens) added to the retrieval query (ConvRAG's DH_tokens; README.md, Retrieval).",
+        ge=0,
     )
     history_token_cap: int = setting(
         3000,
@@ -26,41 +27,56 @@ class BudgetTuning:
             "What any prompt of a turn carries of the dialogue at most (tokens); older turns are cut (the 0.5B "
             "model's context window)."
         ),
+        ge=1,
     )
     question_token_budget: int = setting(
-        512, meaning="Longer questions are cut to this many tokens (noted in the trace; a pasted page is no question)."
+        512,
+        meaning="Longer questions are cut to this many tokens (noted in the trace; a pasted page is no question).",
+        ge=1,
     )
     min_cut_turn_tokens: int = setting(
         20,
         meaning="A turn cut to fewer tokens than this at the history cap is dropped rather than kept as a fragment.",
         user_settable=False,
+        ge=0,
     )
-    doc_candidates: int = setting(8, meaning="Documents kept by document-level hybrid search.")
-    paragraph_candidates: int = setting(8, meaning="Paragraphs kept by paragraph-level scoring, before rerank.")
+    doc_candidates: int = setting(8, meaning="Documents kept by document-level hybrid search.", ge=1)
+    paragraph_candidates: int = setting(8, meaning="Paragraphs kept by paragraph-level scoring, before rerank.", ge=1)
     top_n: int = setting(
-        3, meaning="Paragraphs kept after rerank (ConvRAG's n; every results table in README.md ran with it)."
+        3,
+        meaning="Paragraphs kept after rerank (ConvRAG's n; every results table in README.md ran with it).",
+        ge=1,
     )
     rewrite_history_messages: int = setting(
         6,
         meaning="Earlier messages shown to a question rewrite (refine_question, re_ground).",
         user_settable=False,
+        ge=0,
     )
     keyword_history_messages: int = setting(
-        4, meaning="Earlier messages shown to the LLM keyword call.", user_settable=False
+        4,
+        meaning="Earlier messages shown to the LLM keyword call.",
+        user_settable=False,
+        ge=0,
     )
     keyword_recent_messages: int = setting(
-        2, meaning="Earlier messages whose words join the lexical keywords (the last exchange).", user_settable=False
+        2,
+        meaning="Earlier messages whose words join the lexical keywords (the last exchange).",
+        user_settable=False,
+        ge=0,
     )
     forced_history_factor: int = setting(
         3,
         meaning="The forced-history re-ground query reads this many times the usual dialogue budget (ReGround +Force).",
         user_settable=False,
+        ge=1,
     )
     recursion_limit: int = setting(
         60,
         meaning=(
             "LangGraph recursion limit of a turn: a backstop far above the longest turn the loops' own caps allow."
         ),
+        ge=1,
     )
 
 
@@ -68,6 +84,8 @@ class BudgetTuning:
 class Triage:
     """Ask back, abstain, hedge or answer (nodes/triage.py)."""
 
+    # The largest evidence score (word overlap + MiniLM cosine + bonuses), the support threshold's upper bound.
+    support_score_max: float = 3.0
     support_threshold: float = setting(
         0.49,
         meaning=(
@@ -78,12 +96,13 @@ class Triage:
             "the fallback, a low percentile of the support of answerable MTRAG-UN and doc2dial dev cases "
             "(evals/results/calibration.json)."
         ),
+        ge=0.0,
+        le=support_score_max,
     )
-    # The largest evidence score (word overlap + MiniLM cosine + bonuses), the support threshold's upper bound.
-    support_score_max: float = 3.0
     abstain_reground_attempts: int = setting(
         1,
         meaning="Re-retrievals tried before abstaining on a question nothing covers (each with another query).",
+        ge=0,
     )
     # The most readings triage finds for an ambiguous reference (answerability.readings): a clarify count above
     # it could never be reached, so the context refuses one.
@@ -105,6 +124,8 @@ class Triage:
             "Documents (distinct titles) that must fit an ambiguous reference before the turn asks back (2 to "
             "`max_readings`, the most readings triage finds)."
         ),
+        ge=2,
+        shown_maximum=max_readings,
     )
     clarify_min_readings_opening: int = setting(
         4,
@@ -114,6 +135,8 @@ class Triage:
             "(on MTRAG-UN dev it asks back on more underspecified tasks) but asks back more on single-topic pages "
             "(doc2dial dev's answerable turns); evals/README.md, 'Asking back'."
         ),
+        ge=2,
+        shown_maximum=max_readings,
     )
     reading_ratio: float = setting(
         0.8,
@@ -122,6 +145,8 @@ class Triage:
             "higher share asks back on fewer doc2dial dev turns, on the same underspecified MTRAG-UN dev tasks "
             "(evals/README.md, 'Asking back')."
         ),
+        gt=0.0,
+        le=1.0,
     )
     # Words of a document's text that name a reading when it has no title.
     reading_label_words: int = 8
@@ -133,9 +158,14 @@ class Triage:
             "When the passages hold less than this share of the question's content words, the answer says which "
             "ones the documents do not mention (a partial answer); 0 = never."
         ),
+        ge=0.0,
+        le=1.0,
     )
     partial_missing_named: int = setting(
-        3, meaning="Missing words a partial answer names at most.", user_settable=False
+        3,
+        meaning="Missing words a partial answer names at most.",
+        user_settable=False,
+        ge=1,
     )
     # Both judge thresholds are fitted out of fold on MTRAG-UN dev by `reground judge train`; a test ties them to
     # evals/results/judge/summary.json (tests/unit/test_figures_from_results.py), which holds the rates they keep.
@@ -145,6 +175,8 @@ class Triage:
             "With the judge: answer confidently when its answerability is at least this; between the hedge "
             "threshold and this, the reply says the documents do not say it exactly and quotes the closest passage."
         ),
+        ge=0.0,
+        le=1.0,
     )
     judge_hedge_threshold: float = setting(
         0.2986,
@@ -152,6 +184,8 @@ class Triage:
             "With the judge: abstain (after the re-retrieval) when its answerability is below this; calibrated out of "
             "fold on MTRAG-UN dev with the answer threshold (evals/results/judge/summary.json)."
         ),
+        ge=0.0,
+        le=1.0,
     )
     # Documentation triage (signals/doc_triage.py): a page fits "about as well" as the best when its best unit's
     # score is within this many logits of the best one's (a reading the turn may ask back about).
@@ -166,6 +200,7 @@ class Triage:
             "On documentation with code, the pages a clarifying question names at most (those whose best answer "
             "unit fits about as well as the best one's, closest first)."
         ),
+        ge=2,
     )
 
 
@@ -174,9 +209,11 @@ class ExtractLength:
     """An extracted reply: at most `sentences`, each scoring at least `ratio` of the best, from the best sentence's
     passage only when `same_passage`."""
 
-    sentences: int
-    ratio: float
-    same_passage: bool
+    sentences: int = field(metadata={DESCRIPTION: "Sentences (units) the reply takes at most.", "ge": 1})
+    ratio: float = field(
+        metadata={DESCRIPTION: "A sentence after the best joins while it scores at least this share of it.", "ge": 0.0}
+    )
+    same_passage: bool = field(metadata={DESCRIPTION: "Only sentences of the best sentence's passage join it."})
 
 
 @dataclass(frozen=True)
@@ -198,6 +235,7 @@ class EvidenceTuning:
             "doc2dial dev it lifts the graph's LLM-free reply token F1 on those follow-ups (evals/README.md, "
             "'Passages and replies without an LLM')."
         ),
+        ge=0.0,
     )
     continuity_weight: float = setting(
         0.2,
@@ -208,6 +246,7 @@ class EvidenceTuning:
             "sentences; tools/tuning/turn.py). Chosen on doc2dial dev's LLM-free reply token F1 (evals/README.md "
             "lists the weights and windows measured)."
         ),
+        ge=0.0,
     )
     continuity_window: int = 8
     # A passage sentence restating a sentence of the previous reply at this token F1 or more is where it came from
@@ -223,6 +262,7 @@ class EvidenceTuning:
             "hand-made score alone (evals/results/judge/summary.json, answer_sentence_mrr_graph_blend against "
             "answer_sentence_mrr_hand_ranking)."
         ),
+        ge=0.0,
     )
     reader_weight: float = setting(
         1.0,
@@ -232,6 +272,7 @@ class EvidenceTuning:
             "(evals/results/judge/cost.json), at some held-out answer-sentence MRR (evals/results/judge/summary.json, "
             "with_reader; docs/experiments.md compares weights)."
         ),
+        ge=0.0,
     )
     reader_top: int = setting(
         8,
@@ -241,6 +282,7 @@ class EvidenceTuning:
             "better read than the worst it read. At 8 a doc2dial turn costs about 22 ms less; MTRAG-UN dev "
             "ANSWERABLE reply F1 0.3323 -> 0.3293, doc2dial's LLM-free reply F1 unchanged (evals/README.md, 'Cost')."
         ),
+        ge=0,
     )
     unit_ranking: str = setting(
         "auto",
@@ -258,15 +300,19 @@ class EvidenceTuning:
             "reground_loco_two_units/)."
         ),
         user_settable=False,
+        ge=1,
     )
     answer_evidence: int = setting(
         2,
         meaning=(
             "Passage sentences closest to the question (LLM-free) shown to the answer call as evidence; 0 = none."
         ),
+        ge=0,
     )
     max_answer_sentences: int = setting(
-        2, meaning="Answers are cut to this many sentences (dialogue replies are short; the answer rules say 1-3)."
+        2,
+        meaning="Answers are cut to this many sentences (dialogue replies are short; the answer rules say 1-3).",
+        ge=1,
     )
     answer_lengths: Mapping[str, ExtractLength] = setting(
         meaning=(
@@ -294,6 +340,7 @@ class EvidenceTuning:
             "A code block in an extracted reply longer than this many lines is cut to the lines that carry what the "
             "question and the reply's sentence name, each cut marked with a '...' line (tools/text/code_blocks.py)."
         ),
+        ge=1,
     )
     # An answer whose words are mostly the previous reply's (ROUGE-L precision at least this) repeats it.
     repeat_precision: float = 0.8
@@ -325,6 +372,8 @@ class Groundedness:
             "Answers scoring below this are re-grounded. Empty: the value `reground eval calibrate` wrote to "
             "<data_dir>/calibration.json, else the fallback."
         ),
+        ge=0.0,
+        le=1.0,
     )
     weights: Mapping[str, float] = setting(
         meaning="Weights of the groundedness signals (renormalised over those a turn has).",
@@ -335,6 +384,8 @@ class Groundedness:
     support_low: float = setting(
         0.35,
         meaning="Embedding support: an answer sentence whose best passage cosine is below this counts 0.",
+        ge=-1.0,
+        le=1.0,
     )
     support_high: float = setting(
         0.75,
@@ -342,6 +393,8 @@ class Groundedness:
             "Embedding support: a best passage cosine above this counts 1 (restated); linear between (MiniLM "
             "cosines of restated vs unrelated sentences)."
         ),
+        ge=-1.0,
+        le=1.0,
     )
     llm_judge_band: float = setting(
         0.15,
@@ -349,8 +402,12 @@ class Groundedness:
             "The LLM judge runs only when the cheap signals' score is within this distance of the threshold "
             "(where it can change the verdict); 1 = on every answer."
         ),
+        ge=0.0,
+        le=1.0,
     )
-    max_reground_attempts: int = setting(2, meaning="Re-retrievals after an ungrounded answer (ReGround loop cap).")
+    max_reground_attempts: int = setting(
+        2, meaning="Re-retrievals after an ungrounded answer (ReGround loop cap).", ge=0
+    )
 
 
 @dataclass(frozen=True)
@@ -363,6 +420,8 @@ class Refinement:
             "Rewrite a follow-up (one LLM call) only when the history-aware document ranking's top document "
             "leads the second by less than this share of its score; 0 = never rewrite, 1 = always."
         ),
+        ge=0.0,
+        le=1.0,
     )
     min_grounded_word_share: float = setting(
         0.6,
@@ -371,11 +430,16 @@ class Refinement:
             "few-shot example or an invention (a 0.5B model does both)."
         ),
         user_settable=False,
+        ge=0.0,
+        le=1.0,
     )
     rewrite_max_chars: int = setting(
-        400, meaning="A rewrite longer than this many characters is not a question.", user_settable=False
+        400,
+        meaning="A rewrite longer than this many characters is not a question.",
+        user_settable=False,
+        ge=1,
     )
-    max_refine_iterations: int = setting(1, meaning="Principle-wise refinement iterations J (ProMiSe loop cap).")
+    max_refine_iterations: int = setting(1, meaning="Principle-wise refinement iterations J (ProMiSe loop cap).", ge=0)
     specificity_threshold: float = setting(0.02, meaning="Sufficiency: ROUGE-1 recall of the answer vs the passages.")
     faithfulness_threshold: float = setting(0.05, meaning="Sufficiency: ROUGE-L of the answer vs the passages.")
     relevance_threshold: float = setting(
@@ -396,7 +460,10 @@ class Citations:
     """What a finished turn cites (nodes/finalize.py)."""
 
     max_quote_chars: int = setting(
-        600, meaning="A citation's quote longer than this is cut to the one best sentence.", user_settable=False
+        600,
+        meaning="A citation's quote longer than this is cut to the one best sentence.",
+        user_settable=False,
+        ge=1,
     )
     min_share: float = setting(
         0.5,
@@ -405,6 +472,8 @@ class Citations:
             "the best passage's share)."
         ),
         user_settable=False,
+        ge=0.0,
+        le=1.0,
     )
     of_best: float = setting(
         0.8,
@@ -413,11 +482,14 @@ class Citations:
             "passage's (a passage on another topic shares only common words)."
         ),
         user_settable=False,
+        ge=0.0,
+        le=1.0,
     )
     min_quoted_words: int = setting(
         4,
         meaning="A passage holding an answer unit's sentence word for word is cited too, when it has this many words.",
         user_settable=False,
+        ge=1,
     )
 
 
