@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from reground.nodes.context import Context
 from reground.tools.adapters.cross_encoder import READER_FILE, READER_SHA256, shipped_reader
 from reground.tools.signals.judge import SCALAR_NAMES, TURN_FEATURE_NAMES, JudgeModel, sentence_probabilities
-from reground.tools.signals.reading import EvidenceWeights, read_turn, reader_query
+from reground.tools.signals.reading import read_turn, reader_query
 from reground.tools.tuning.models import READER
 
 GOWN_HIRE = [
@@ -98,7 +99,7 @@ def test_a_turn_read_with_the_reader_ranks_what_it_reads_first() -> None:
 
     passages = [{"doc_id": "gown", "title": "Gown hire", "text": " ".join(GOWN_HIRE), "score": 1.0}]
     question = "What does the gown hire cost?"
-    weights = EvidenceWeights()
+    weights = Context().evidence_weights()
     with_reader = read_turn(question, question, [], passages, flat_embed, weights, judge=model, reader=reader)
     assert "£50" in with_reader.evidence[0].text
     assert calls and calls[0][0] == question
@@ -106,7 +107,14 @@ def test_a_turn_read_with_the_reader_ranks_what_it_reads_first() -> None:
     read_turn(question, question, [], passages, flat_embed, weights, reader=reader)
     assert not calls, "without the judge the reader is not asked"
     off = read_turn(
-        question, question, [], passages, flat_embed, EvidenceWeights(reader=0.0), judge=model, reader=reader
+        question,
+        question,
+        [],
+        passages,
+        flat_embed,
+        Context(evidence={"reader_weight": 0.0}).evidence_weights(),
+        judge=model,
+        reader=reader,
     )
     assert not calls, "at weight 0 the reader is not asked"
     assert {e.judge for e in off.evidence} == {0.5}, "nothing but the (indifferent) judge scores the sentences"
@@ -179,7 +187,7 @@ def test_units_the_unit_ranker_orders_are_read_only_where_the_reader_can_change_
         read.extend(sentences)
         return np.asarray([3.0 if "mascot" in s else -1.0 for s in sentences], dtype=np.float32)
 
-    question, weights = "How do I declare a query parameter?", EvidenceWeights()
+    question, weights = "How do I declare a query parameter?", Context().evidence_weights()
     judge, ranker = shipped_judge(), shipped_unit_ranker()
     ranked = read_turn(question, question, [], passages, embed, weights, judge=judge, reader=reader, unit_ranker=ranker)
     assert [r[:20] for r in read] == ["Unrelated trivia abo"], "only the unit scoring below 0"
@@ -219,11 +227,20 @@ def test_with_reader_top_the_reader_reads_only_the_judge_s_best_sentences_and_th
 
     passages = [{"doc_id": "gown", "title": "Gown hire", "text": " ".join(sentences), "score": 1.0}]
     question = "What does the gown hire fee cost?"
-    every = read_turn(question, question, [], passages, flat_embed, EvidenceWeights(), judge=judge, reader=reader)
+    every = read_turn(
+        question, question, [], passages, flat_embed, Context().evidence_weights(), judge=judge, reader=reader
+    )
     assert len(read) == 4
     read.clear()
     two = read_turn(
-        question, question, [], passages, flat_embed, EvidenceWeights(reader_top=2), judge=judge, reader=reader
+        question,
+        question,
+        [],
+        passages,
+        flat_embed,
+        Context(evidence={"reader_top": 2}).evidence_weights(),
+        judge=judge,
+        reader=reader,
     )
     assert len(read) == 2, "only the judge's best two"
     best_read = min(e.judge for e in two.evidence if e.text in read)

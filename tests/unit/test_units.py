@@ -15,7 +15,7 @@ from reground.tools.signals.doc_triage import (
     shipped_doc_triage,
 )
 from reground.tools.signals.evidence import Evidence, relevance_parts
-from reground.tools.signals.reading import EvidenceWeights, read_turn
+from reground.tools.signals.reading import read_turn
 from reground.tools.signals.units import rank_units, shipped_unit_ranker, structured_turn, unit_feature_rows
 from reground.tools.text.code_blocks import trim_code_blocks
 from reground.tools.text.sentences import strip_citations, text_sentences
@@ -69,7 +69,7 @@ def _embed(texts: list[str]) -> np.ndarray:
 def test_the_unit_ranker_ranks_only_documentation_with_code_or_tables_by_default() -> None:
     prose = [_passage(1, "Full-time employees receive 30 days of annual leave per year.")]
     code = [_passage(1, "Install it with this command:\n\n```console\n$ uv add fastapi\n```")]
-    weights = EvidenceWeights()
+    weights = Context().evidence_weights()
     ranker = shipped_unit_ranker()
     plain = read_turn(
         "how many days of leave?", "how many days of leave?", [], prose, _embed, weights, unit_ranker=ranker
@@ -77,7 +77,9 @@ def test_the_unit_ranker_ranks_only_documentation_with_code_or_tables_by_default
     docs = read_turn("how do I add fastapi?", "how do I add fastapi?", [], code, _embed, weights, unit_ranker=ranker)
     assert not structured_turn(plain.evidence) and plain.evidence[0].unit_score is None
     assert structured_turn(docs.evidence) and docs.evidence[0].unit_score is not None
-    forced = read_turn("q?", "q?", [], prose, _embed, EvidenceWeights(units="on"), unit_ranker=ranker)
+    forced = read_turn(
+        "q?", "q?", [], prose, _embed, Context(evidence={"unit_ranking": "on"}).evidence_weights(), unit_ranker=ranker
+    )
     assert forced.evidence[0].unit_score is not None
 
 

@@ -14,7 +14,6 @@ from reground.tools.signals.injection import answerable_evidence
 from reground.tools.signals.judge import JudgeModel, judge_inputs, sentence_probabilities
 from reground.tools.signals.units import UnitRanker, rank_units, structured_turn
 from reground.tools.text.tokens import history_query
-from reground.tools.tuning.turn import BUDGETS
 from reground.tools.types import Passage
 
 # (query, sentences) -> one logit per sentence that it answers the query (adapters/cross_encoder.py).
@@ -28,16 +27,17 @@ def reader_query(question: str, dialogue_query: str) -> str:
 
 @dataclass(frozen=True)
 class EvidenceWeights:
-    """How the hand-made evidence score weighs its parts (the context's evidence_* fields)."""
+    """How the hand-made evidence score weighs its parts: built from the run's Context only
+    (`Context.evidence_weights()`, its evidence_* fields), so it holds no default of its own."""
 
-    dense: float = 1.0
-    dialogue: float = 0.0
-    continuity: float = 0.0
-    history_token_budget: int = BUDGETS.history_token_budget
-    judge: float = 1.0  # the judge's probability's weight beside the hand-made score
-    reader: float = 1.0  # the reader's logit's weight beside the judge's (0: the reader is not asked)
-    units: str = "auto"  # the unit ranker ranks the units: "on", "off", or "auto" (when they hold code or a table)
-    reader_top: int = 0  # the reader reads only the judge's best this many sentences (0: every one)
+    dense: float
+    dialogue: float
+    continuity: float
+    history_token_budget: int
+    judge: float  # the judge's probability's weight beside the hand-made score
+    reader: float  # the reader's logit's weight beside the judge's (0: the reader is not asked)
+    units: str  # the unit ranker ranks the units: "on", "off", or "auto" (when they hold code or a table)
+    reader_top: int  # the reader reads only the judge's best this many sentences (0: every one)
 
 
 @dataclass(frozen=True)
