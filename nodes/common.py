@@ -111,8 +111,10 @@ def question_of(state: State) -> str:
 def evidence_for(
     state: State, passages: Sequence[Passage], env: NodeEnv, *, answerability_only: bool = False
 ) -> TurnReading:
-    """The passages' sentences ranked against the turn's question (computed once per retrieval, by triage): by the
-    trained judge when the context uses it, which also says whether the passages answer the question at all.
+    """The passages' sentences ranked against the turn's question: by the trained judge when the context uses it,
+    which also says whether the passages answer the question at all. Triage reads the kept passages once per
+    retrieval and keeps the evidence in state for the answer; rerank's "judge" method reads the candidates, a larger
+    set whose reading differs (the overlap IDF is over its sentences).
     `answerability_only`: a caller that needs only that verdict; the reader and the unit ranker are not asked (the
     answerability head reads the sentence features and coverage, never their logits or the ranking)."""
     context = env.context

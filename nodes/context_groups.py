@@ -6,7 +6,7 @@ A field marked `"user_settable": false` in the schema is one a user should not n
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Self, get_args
+from typing import Any, Literal, Self
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from reground.nodes.context_base import (
@@ -216,10 +216,7 @@ class RefinementSettings(Group):
             "sentence, in the documents' own words; no LLM call) or 'llm' (ProMiSe's relevance prompt)."
         ),
     )
-    principle_weights: dict[Principle, float] = Field(
-        default_factory=lambda: dict.fromkeys(get_args(Principle), 1.0),
-        description="Weights w of the proxy metrics in the improvement test.",
-    )
+    principle_weights: dict[Principle, float] = tuned(REFINEMENT, "principle_weights")
     improvement_lambda: float = tuned(REFINEMENT, "improvement_lambda")
     quote_when_unchecked: bool = Field(
         default=True,

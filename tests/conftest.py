@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from reground.tools.tuning.stores import INGEST
 
 HR_DOCS = [
     {
@@ -71,7 +72,7 @@ def hr_store_dir(tmp_path_factory: pytest.TempPathFactory, hr_corpus: Path) -> s
 
     data_dir = tmp_path_factory.mktemp("store")
     store = PassageStore.open("test-hr", data_dir=data_dir, create=True)
-    summary = ingest([hr_corpus], store, progress=False)
+    summary = ingest([hr_corpus], store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert not summary.errors
     return str(data_dir)
 
@@ -160,5 +161,5 @@ def store_of_rows(root: Path, collection: str, rows: Iterable[Mapping[str, Any]]
     corpus = root / "docs.jsonl"
     corpus.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     store = PassageStore.open(collection, data_dir=root / "data", create=True)
-    assert not ingest([corpus], store, progress=False).errors
+    assert not ingest([corpus], store, progress=False, max_tokens=INGEST.chunk_tokens).errors
     return store, str(root / "data")

@@ -44,6 +44,7 @@ from typing import Any
 
 from reground.evals.data.datasets import EVAL_CHUNK_TOKENS
 from reground.evals.perf.processes import StubHandler, reground_command, stub_llm, timed_process
+from reground.tools.tuning.stores import INGEST
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "evals" / "results" / "bench.json"
@@ -240,7 +241,7 @@ def bench_startup(work: Path, runs: int) -> dict[str, Any]:
 
     data_dir = work / "startup"
     store = PassageStore.open(DEMO_COLLECTION, data_dir=str(data_dir), create=True)
-    ingest([demo_corpus_path()], store, progress=False)
+    ingest([demo_corpus_path()], store, progress=False, max_tokens=INGEST.chunk_tokens)
     reground = reground_command()
     ask = [
         *reground,

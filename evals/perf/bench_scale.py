@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from reground.evals.perf.bench import DEFAULT_OUT, EVAL_CHUNK_TOKENS, _merge, _stats_ms
+from reground.tools.tuning.turn import BUDGETS
 
 COLLECTION = "scale"
 NOISE = 0.35  # vector noise (per-dimension sigma x sqrt(dim)): replicas sit at cosine ~0.94 of their original
@@ -168,11 +169,11 @@ def measure(data_dir: Path, cases: Path, mode: str, queries: int, seed: int) -> 
     built = [case_query(c, 100, keywords=False) for c in sample]
     retriever = HybridRetriever(store)
     for query in built:  # embeds each question once (cached): the timed pass measures search only
-        retriever.search(query, where=None)
+        retriever.search(query, where=None, doc_k=BUDGETS.doc_candidates, paragraph_k=BUDGETS.paragraph_candidates)
     search_s, dense_s, tops = [], [], []
     for query in built:
         t0 = time.perf_counter()
-        retriever.search(query, where=None)
+        retriever.search(query, where=None, doc_k=BUDGETS.doc_candidates, paragraph_k=BUDGETS.paragraph_candidates)
         t1 = time.perf_counter()
         hits = store.dense_search(retriever.embed([query.history_query])[0], retriever.settings.chunk_k)
         t2 = time.perf_counter()

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from reground.tools.tuning.stores import INGEST
+
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "evals" / "results" / "server_bench.json"
 
@@ -160,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         root = Path(tmp)
         try:
             store = PassageStore.open(DEMO_COLLECTION, data_dir=root / "data", create=True)
-            ingest([corpus], store, progress=False)
+            ingest([corpus], store, progress=False, max_tokens=INGEST.chunk_tokens)
             t0 = time.perf_counter()
             if args.llm_url:
                 llm = servers.LocalLLM(url=servers.openai_base(args.llm_url), pid=0, model=args.llm)

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from reground.tools.tuning.turn import BUDGETS
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "scale"
 COLLECTION = "scale"
@@ -263,7 +264,7 @@ def measure(backend: str, where: str, cases: Path, seed: int) -> dict[str, Any]:
     queries = [case_query(c, 100, keywords=False) for c in sample]
     warm = HybridRetriever(search)
     for query in queries[:WARM_TURNS]:
-        warm.search(query, where=None)
+        warm.search(query, where=None, doc_k=BUDGETS.doc_candidates, paragraph_k=BUDGETS.paragraph_candidates)
     embed_s = {"t": 0.0}
 
     class Timed(HybridRetriever):
@@ -281,7 +282,7 @@ def measure(backend: str, where: str, cases: Path, seed: int) -> dict[str, Any]:
     for query in queries[WARM_TURNS:]:
         embed_s["t"] = 0.0
         started = time.perf_counter()
-        retriever.search(query, where=None)
+        retriever.search(query, where=None, doc_k=BUDGETS.doc_candidates, paragraph_k=BUDGETS.paragraph_candidates)
         turns.append(time.perf_counter() - started - embed_s["t"])
         vector = retriever.embed([query.history_query])[0]
         t1 = time.perf_counter()

@@ -36,6 +36,7 @@ from reground.evals.runs.behaviour import behaviour_of, behaviour_table
 from reground.evals.runs.usefulness import holds_every, usefulness_table
 from reground.tools.errors import InputError
 from reground.tools.signals.scoring import k_precision, rouge_l, token_f1, token_recall
+from reground.tools.tuning.models import CHAT
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -339,7 +340,7 @@ def load_eval_model(spec: str, max_tokens: int = 160) -> BaseChatModel:
     from reground.tools.adapters.llm import ensure_reachable, load_chat_model
 
     ensure_reachable(spec)
-    model: BaseChatModel = load_chat_model(spec, temperature=0.0, max_tokens=max_tokens)
+    model: BaseChatModel = load_chat_model(spec, temperature=0.0, max_tokens=max_tokens, timeout_s=CHAT.timeout_s)
     return model
 
 

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from reground.tools.tuning.stores import INGEST
+
 MODES = ("urls", "files")
 
 
@@ -61,7 +63,7 @@ def _ingest(collection: str, docs: list[dict[str, Any]], mode: str, data_dir: Pa
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "docs.jsonl"
         corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-        ingest([corpus], store, progress=False)
+        ingest([corpus], store, progress=False, max_tokens=INGEST.chunk_tokens)
     marker.write_text("done\n", encoding="utf-8")
     return store, name
 

@@ -24,6 +24,7 @@ from reground.evals.runs.usefulness import markup_in
 from reground.tools.text.chunking import chunk_document
 from reground.tools.text.loaders import load_paths
 from reground.tools.text.markdown import CODE_ANNOTATION
+from reground.tools.tuning.stores import INGEST
 
 EXAMPLES = 3  # chunks shown per corpus with markup left
 # Site generators' own markup, beyond what a reply is scored for (usefulness.MARKUP): template tags and expressions
@@ -59,7 +60,7 @@ def chunk_markup(folder: Path) -> dict[str, Any]:
     chunks = marked = 0
     examples: list[dict[str, str]] = []
     for document in documents:
-        for chunk in chunk_document(document):
+        for chunk in chunk_document(document, max_tokens=INGEST.chunk_tokens):
             chunks += 1
             found = markup_in(chunk["text"]) + generator_markup_in(chunk["text"])
             found += ["code_annotation"] if CODE_ANNOTATION.search(chunk["text"]) else []

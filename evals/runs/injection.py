@@ -47,6 +47,8 @@ from langchain_core.language_models import BaseChatModel
 from reground.evals.data.injection_doc import DATA, SUITE_DIR
 from reground.tools.signals.injection import guard_candidates
 from reground.tools.signals.reply_guard import unsupported_contacts
+from reground.tools.tuning.models import CHAT
+from reground.tools.tuning.stores import INGEST
 
 NEIGHBOURS = Path(__file__).resolve().parents[2] / "reground" / "data" / "hr_policies.jsonl"
 COLLECTION = "injection-suite"
@@ -226,7 +228,7 @@ def build_store(data_dir: Path, paths: Sequence[Path], collection: str = COLLECT
     from reground.tools.stores.store import PassageStore
 
     store = PassageStore.open(collection, data_dir=data_dir, create=True)
-    summary = ingest(list(paths), store, progress=False)
+    summary = ingest(list(paths), store, progress=False, max_tokens=INGEST.chunk_tokens)
     if summary.errors:
         raise RuntimeError(f"the injection suite did not load: {summary.errors}")
     return store
@@ -898,7 +900,7 @@ def _run_model_check(spec: str, suite: Path, corpora: Sequence[Path], out: Path,
         from reground.tools.adapters.llm import ensure_reachable, load_chat_model
 
         ensure_reachable(spec)
-        model = load_chat_model(spec)
+        model = load_chat_model(spec, timeout_s=CHAT.timeout_s)
     stats = CallStats()
     started = time.perf_counter()
     measured = measure_model_check(suite, corpora, model_judge(model, stats))

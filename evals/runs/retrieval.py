@@ -42,6 +42,7 @@ from reground.tools.retrieval.search import (
     sentence_rerank,
 )
 from reground.tools.signals.evidence import best_sentence_cosines
+from reground.tools.tuning.models import CHAT
 from reground.tools.tuning.retrieval import TRANSFORMS
 
 if TYPE_CHECKING:
@@ -370,7 +371,7 @@ class _ExpansionWriter:
         from reground.tools.adapters.llm import ensure_reachable, load_chat_model
 
         ensure_reachable(model)
-        self.model = load_chat_model(model, temperature=0.0)
+        self.model = load_chat_model(model, temperature=0.0, timeout_s=CHAT.timeout_s)
 
     def expand(self, case: Case, query: RetrievalQuery) -> RetrievalQuery:
         if self.transform == "none":

@@ -206,6 +206,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from reground.tools.adapters import local_server
     from reground.tools.stores.ingest import ingest
     from reground.tools.stores.store import PassageStore
+    from reground.tools.tuning.stores import INGEST
 
     context = _context(args, collection=DEMO_COLLECTION, metadata_filter=DEMO_SCOPE, escalation=DEMO_ESCALATION)
     started_server = False
@@ -216,7 +217,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"  {info.model} at {info.url}", file=sys.stderr)
     try:
         store = PassageStore.open(DEMO_COLLECTION, data_dir=context.data_dir or None, create=True)
-        summary = ingest([demo_corpus_path()], store, progress=False)
+        summary = ingest([demo_corpus_path()], store, progress=False, max_tokens=INGEST.chunk_tokens)
         print(f"demo corpus: {summary}", file=sys.stderr)
         graph = build_graph(checkpointer=InMemorySaver())
         thread = uuid.uuid4().hex

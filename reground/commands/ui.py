@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from reground.demo import DEMO_COLLECTION, DEMO_SCOPE, demo_corpus_path
+from reground.tools.tuning.stores import INGEST
 
 UI_RECORD = "ui-server.json"  # in the state dir: the page's URL, read by `reground eval feedback export`
 
@@ -34,7 +35,7 @@ def _ensure_documents(data: Path) -> None:
         return
     print(f"no collection in {data}: ingesting the demo HR corpus as '{DEMO_COLLECTION}' ...", file=sys.stderr)
     store = PassageStore.open(DEMO_COLLECTION, data_dir=data, create=True)
-    print(f"  {ingest([demo_corpus_path()], store, progress=False)}", file=sys.stderr)
+    print(f"  {ingest([demo_corpus_path()], store, progress=False, max_tokens=INGEST.chunk_tokens)}", file=sys.stderr)
 
 
 def _describe(policy: Any) -> str:

@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 import pytest
 from reground.tools.adapters.local_server import free_port
+from reground.tools.tuning.stores import INGEST
 from servers import REPO, stop_pid
 
 from reground.demo import DEMO_SCOPE, DEMO_TURNS, demo_corpus_path
@@ -147,7 +148,12 @@ def ui(tmp_path_factory: pytest.TempPathFactory, exfil: ExfilHost) -> Iterator[U
     unsafe = root / "unsafe.jsonl"
     unsafe.write_text(json.dumps(unsafe_document(exfil.url)) + "\n", encoding="utf-8")
     for collection, path in (("demo-hr", demo_corpus_path()), ("page-safety", unsafe)):
-        summary = ingest([path], PassageStore.open(collection, data_dir=data, create=True), progress=False)
+        summary = ingest(
+            [path],
+            PassageStore.open(collection, data_dir=data, create=True),
+            progress=False,
+            max_tokens=INGEST.chunk_tokens,
+        )
         assert not summary.errors, summary
     policy = root / "policy.json"
     policy.write_text(json.dumps(POLICY), encoding="utf-8")

@@ -30,6 +30,7 @@ from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.config import Settings
 from reground.tools.stores.locking import collection_lock, lock_path
 from reground.tools.stores.store import MANIFEST_SUFFIX, VERSION_ID, PassageStore
+from reground.tools.tuning.stores import INGEST
 
 pytestmark = pytest.mark.integration
 
@@ -133,7 +134,7 @@ def sequential_reference(sources: list[Path], data_dir: Path) -> dict[str, Any]:
 
     store = PassageStore.open(COLLECTION, data_dir=data_dir, create=True)
     for source in sources:
-        summary = ingest([source], store, progress=False)
+        summary = ingest([source], store, progress=False, max_tokens=INGEST.chunk_tokens)
         assert not summary.errors and summary.chunks_added == 3, summary
     reference = snapshot(data_dir)
     assert len(reference["manifest"]) == len(sources) and len(reference["rows"]) == 3 * len(sources)
@@ -279,7 +280,7 @@ def test_ingest_repairs_on_its_own_and_reports_it(tmp_path: Path) -> None:
     store._chunks.delete(where={"doc_id": "policy-2.md"})
     from reground.tools.stores.ingest import ingest
 
-    summary = ingest(sources, store, progress=False)
+    summary = ingest(sources, store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert summary.repaired == ["policy-2.md"] and summary.chunks_added == 3 and summary.unchanged == 3
     assert "1 documents with missing chunks re-added" in str(summary)
     assert snapshot(data_dir) == reference

@@ -24,6 +24,9 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from reground.graph.builder import build_graph, run_config
 from reground.nodes.context import Context
+from reground.tools.tuning.retrieval import RetrievalSettings
+from reground.tools.tuning.stores import INGEST
+from reground.tools.tuning.turn import BUDGETS
 
 from reground.testing.fake_chat import ScriptedChatModel
 
@@ -61,7 +64,7 @@ def engine_store(spec: str, hr_corpus: Path) -> Any:
     from reground.tools.stores.ingest import ingest
 
     store = open_store(spec, COLLECTION, create=True)
-    summary = ingest([hr_corpus], store, progress=False)
+    summary = ingest([hr_corpus], store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert not summary.errors
     assert summary.documents == 4 and summary.chunks_added == store.count() > 4
     return store
@@ -95,20 +98,20 @@ def test_ingest_is_idempotent_and_replaces_an_edited_document(
     from reground.tools.stores.ingest import ingest
 
     before = engine_store.count()
-    again = ingest([hr_corpus], engine_store, progress=False)
+    again = ingest([hr_corpus], engine_store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert again.unchanged == 4 and again.chunks_added == 0 and engine_store.count() == before
     docs = [json.loads(line) for line in hr_corpus.read_text().splitlines()]
     edited = tmp_path / "edited.jsonl"
     travel = next(d for d in docs if d["doc_id"] == "travel-all")
     edited.write_text(json.dumps({**travel, "text": "# Booking\n\nBook every trip through the zeppelin desk."}) + "\n")
-    summary = ingest([edited], engine_store, progress=False)
+    summary = ingest([edited], engine_store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert summary.replaced == 1
     texts = " ".join(c["text"] for c in engine_store.chunks_for_documents(["travel-all"]))
     assert "zeppelin" in texts and "economy" not in texts
     hits = engine_store.lexical_search("zeppelin desk", 5)
     assert hits and hits[0][0]["doc_id"] == "travel-all"
     assert engine_store.lexical_search("economy", 50) == []  # the old text's terms left the index
-    restored = ingest([hr_corpus], engine_store, progress=False)
+    restored = ingest([hr_corpus], engine_store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert restored.replaced == 1 and engine_store.count() == before
 
 
@@ -129,7 +132,9 @@ def test_stale_screening_marks_are_refreshed_in_the_engine_without_embedding(
     try:
         monkeypatch.setattr(injection_screen, "rules_fingerprint", lambda: "the rules of an older reground")
         monkeypatch.setattr(injection, "_passage_flags", _older_rules)
-        assert not ingest_documents(DOCS, store, progress=False, settings_root=settings).errors
+        assert not ingest_documents(
+            DOCS, store, progress=False, settings_root=settings, max_tokens=INGEST.chunk_tokens
+        ).errors
         monkeypatch.undo()
         stale = store.chunks_for_documents(["expenses", "leave"])  # cached per store version
         assert "injection_flags" in {c["doc_id"]: c["metadata"] for c in stale}["leave"]
@@ -138,7 +143,7 @@ def test_stale_screening_marks_are_refreshed_in_the_engine_without_embedding(
             rows = conn.execute(f"SELECT row_id, chunk_id FROM {store.t['chunks']} ORDER BY row_id").fetchall()
         embedder.texts.clear()
 
-        summary = ingest_documents(DOCS, store, progress=False, settings_root=settings)
+        summary = ingest_documents(DOCS, store, progress=False, settings_root=settings, max_tokens=INGEST.chunk_tokens)
 
         assert (summary.rescreened, summary.unchanged, summary.chunks_added, embedder.texts) == (2, 2, 0, [])
         assert store.document_hashes() == hashes and store.version() != version
@@ -154,7 +159,7 @@ def test_stale_screening_marks_are_refreshed_in_the_engine_without_embedding(
             ).fetchall()
         assert flagged == [("expenses",)] and len(values) == 1 and values[0][0].endswith(f"{DOCS[0].text[-40:]}']")
         version = store.version()
-        again = ingest_documents(DOCS, store, progress=False, settings_root=settings)
+        again = ingest_documents(DOCS, store, progress=False, settings_root=settings, max_tokens=INGEST.chunk_tokens)
         assert (again.rescreened, again.unchanged, store.version()) == (0, 2, version)
     finally:
         store.drop()
@@ -223,8 +228,15 @@ def test_a_turn_reads_no_whole_collection(engine_store: Any) -> None:
     try:
         retriever = HybridRetriever(engine_store)
         history = [{"role": "user", "text": "How long is sick pay?"}, {"role": "agent", "text": "Six weeks."}]
-        query = conversation_query("And do I need a certificate?", history)
-        passages = retriever.search(query, where={"country": "DE"})
+        query = conversation_query(
+            "And do I need a certificate?",
+            history,
+            budget_tokens=BUDGETS.history_token_budget,
+            phrase_tokens=RetrievalSettings.phrase_history_tokens,
+        )
+        passages = retriever.search(
+            query, where={"country": "DE"}, doc_k=BUDGETS.doc_candidates, paragraph_k=BUDGETS.paragraph_candidates
+        )
     finally:
         for name in ("load_snapshot", "all_chunks"):
             delattr(engine_store, name)
@@ -369,7 +381,17 @@ def test_a_langchain_vector_store_plugs_in_for_dense_search(
     assert [c["chunk_id"] for c, _ in plugged] == own  # same vectors: same neighbours, scored by cosine
     scoped = store.dense_search(vector, 10, {"country": "DE"})
     assert scoped and all(c["metadata"]["country"] in ("DE", "all") for c, _ in scoped)
-    passages = HybridRetriever(store).search(conversation_query("How much annual leave in Germany?", []), where=None)
+    passages = HybridRetriever(store).search(
+        conversation_query(
+            "How much annual leave in Germany?",
+            [],
+            budget_tokens=BUDGETS.history_token_budget,
+            phrase_tokens=RetrievalSettings.phrase_history_tokens,
+        ),
+        where=None,
+        doc_k=BUDGETS.doc_candidates,
+        paragraph_k=BUDGETS.paragraph_candidates,
+    )
     assert passages[0]["doc_id"] == "annual-leave-de"
     # By spec: the user's factory module names the VectorStore, the engine holds the rest.
     module = tmp_path / "user_stores.py"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
+from reground.tools.tuning.models import CHAT
 
 pytestmark = pytest.mark.integration
 MODEL = "smollm2-135m"
@@ -62,7 +63,7 @@ def test_structured_replies_in_every_form_against_the_real_server(
 
     ask = [HumanMessage("Is water wet? Say whether it is grounded and give one reason.")]
     monkeypatch.setattr(structured, "_FORMS_BY_URL", {})
-    local = load_chat_model("local:default")
+    local = load_chat_model("local:default", timeout_s=CHAT.timeout_s)
     assert structured.candidate_forms(local)[0] == "json_object_schema"
     stats = CallStats()
     verdict, raw = structured.call_json(local, ask, Verdict, stats, tags=["judge"], max_tokens=60)
@@ -101,7 +102,7 @@ def test_a_judge_reads_its_verdict_from_the_real_servers_logprobs(
 
     stats = CallStats()
     verdict = hallucination(
-        load_chat_model("local:default", max_tokens=320),
+        load_chat_model("local:default", max_tokens=320, timeout_s=CHAT.timeout_s),
         history=[],
         question="How many days of leave do I get?",
         answer="You get 40 days of leave and a company car.",
@@ -126,7 +127,7 @@ def test_serve_status_chat_structured_and_stop(served: dict[str, str], monkeypat
     assert info is not None
     assert ensure_reachable("local:default") == info.url
 
-    model = load_chat_model("local:default", max_tokens=24)
+    model = load_chat_model("local:default", max_tokens=24, timeout_s=CHAT.timeout_s)
     reply = model.invoke("Say hello in one word.")
     assert isinstance(reply.content, str) and reply.content.strip()
     usage = reply.usage_metadata or {}

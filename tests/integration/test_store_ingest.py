@@ -24,6 +24,7 @@ from reground.tools.stores.ingest import ingest, ingest_documents
 from reground.tools.stores.store import MANIFEST_SUFFIX, VERSION_ID, PassageStore
 from reground.tools.text.chunking import chunk_document
 from reground.tools.text.loaders import Document
+from reground.tools.tuning.stores import INGEST
 
 pytestmark = pytest.mark.integration
 
@@ -61,7 +62,7 @@ def make_doc(doc_id: str, version: str, index: int) -> Document:
 
 
 def chunk_texts(doc: Document) -> list[str]:
-    return sorted(c["text"] for c in chunk_document(doc))
+    return sorted(c["text"] for c in chunk_document(doc, max_tokens=INGEST.chunk_tokens))
 
 
 def write_docs(folder: Path, version: str, names: list[str]) -> dict[str, Document]:
@@ -166,12 +167,12 @@ def test_reingesting_is_a_no_op_and_changes_replace_the_old_chunks_everywhere(tm
     v1 = write_docs(folder, "v1", names)
     store = PassageStore.open(COLLECTION, data_dir=data_dir, create=True)
 
-    first = ingest([folder], store, progress=False)
+    first = ingest([folder], store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert not first.errors, first.errors
     assert (first.documents, first.chunks_added, first.replaced) == (3, 9, 0)
     before = raw_rows(data_dir)
 
-    second = ingest([folder], store, progress=False)
+    second = ingest([folder], store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert (second.documents, second.unchanged, second.chunks_added, second.replaced) == (3, 3, 0, 0)
     assert raw_rows(data_dir) == before, "an unchanged document must not be rewritten"
     assert store.count() == 9
@@ -179,7 +180,7 @@ def test_reingesting_is_a_no_op_and_changes_replace_the_old_chunks_everywhere(tm
     # Change b.md: its old rows leave Chroma and the BM25 index; a.md and c.md are not touched.
     v2 = write_docs(folder, "v2", ["b.md"])
     old_b_rows = next(iter(before["b.md"].values()))
-    third = ingest([folder], store, progress=False)
+    third = ingest([folder], store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert (third.unchanged, third.replaced, third.chunks_added) == (2, 1, 2)
     chunks, _ = raw_collections(data_dir)
     assert chunks.get(ids=[r["id"] for r in old_b_rows])["ids"] == [], "old chunks of b.md are still in Chroma"
@@ -192,13 +193,13 @@ def test_reingesting_is_a_no_op_and_changes_replace_the_old_chunks_everywhere(tm
     assert rows["a.md"] == before["a.md"] and rows["c.md"] == before["c.md"]
 
     # Delete through the API: gone from Chroma, the manifest, BM25 and dense search.
-    deleted = ingest([], store, delete=["c.md"], progress=False)
+    deleted = ingest([], store, delete=["c.md"], progress=False, max_tokens=INGEST.chunk_tokens)
     assert (deleted.deleted, deleted.errors) == (1, [])
     assert "c.md" not in raw_rows(data_dir) and "c.md" not in raw_manifest(data_dir)
     assert lexical_ids(store, doc_marker("c.md")) == set()
     query = store.embedder.embed_query(doc_text("c.md", "v1", 2))
     assert all(chunk["doc_id"] != "c.md" for chunk, _ in store.dense_search(query, k=10))
-    again = ingest([], store, delete=["c.md"], progress=False)
+    again = ingest([], store, delete=["c.md"], progress=False, max_tokens=INGEST.chunk_tokens)
     assert again.deleted == 0 and "no document 'c.md'" in str(again.errors[0])
 
     # Delete through the CLI (another process); read the result from a copy of the store on disk.
@@ -288,12 +289,12 @@ def test_a_crash_while_replacing_leaves_every_document_whole_and_a_rerun_complet
         versions[d.doc_id]["v2"] = d
     data_dir = tmp_path / "store"
     store = PassageStore.open(COLLECTION, data_dir=data_dir, create=True)
-    assert not ingest_documents(v1, store, progress=False).errors
+    assert not ingest_documents(v1, store, progress=False, max_tokens=INGEST.chunk_tokens).errors
 
     # The third document of the batch crashes at this point.
     setattr(store, attribute, CrashOn(getattr(store, attribute), method, 3, partial=partial, counts=not_version_bump))
     with pytest.raises(SimulatedCrash):
-        ingest_documents(v2, store, progress=False)
+        ingest_documents(v2, store, progress=False, max_tokens=INGEST.chunk_tokens)
     crashed = "v1" if crashed_shows == "old" else "v2"
     expected = {"d1": "v2", "d2": "v2", "d3": crashed, "d4": "v1", "d5": "v1", "d6": None}
     # The crashed process's own reads, then a fresh open (which collects the dead generation's rows).
@@ -301,7 +302,7 @@ def test_a_crash_while_replacing_leaves_every_document_whole_and_a_rerun_complet
     reopened = PassageStore.open(COLLECTION, data_dir=data_dir)
     assert visible_versions(reopened, data_dir, versions, collected=True) == expected
 
-    rerun = ingest_documents(v2, reopened, progress=False)
+    rerun = ingest_documents(v2, reopened, progress=False, max_tokens=INGEST.chunk_tokens)
     done = 3 if crashed == "v2" else 2
     assert (rerun.documents, rerun.unchanged, rerun.errors) == (6, done, [])
     assert rerun.chunks_added == 2 * (6 - done)
@@ -317,13 +318,13 @@ def test_a_crash_during_a_first_ingest_leaves_no_partial_document(tmp_path: Path
     attribute = "_chunks" if method == "add" else "_manifest"
     setattr(store, attribute, CrashOn(getattr(store, attribute), method, 3, partial=partial, counts=not_version_bump))
     with pytest.raises(SimulatedCrash):
-        ingest_documents(docs, store, progress=False)
+        ingest_documents(docs, store, progress=False, max_tokens=INGEST.chunk_tokens)
     expected = {"d1": "v1", "d2": "v1", "d3": None, "d4": None}
     assert visible_versions(store, data_dir, versions, collected=False) == expected
     reopened = PassageStore.open(COLLECTION, data_dir=data_dir)
     assert visible_versions(reopened, data_dir, versions, collected=True) == expected
     assert reopened.count() == 6
-    rerun = ingest_documents(docs, reopened, progress=False)
+    rerun = ingest_documents(docs, reopened, progress=False, max_tokens=INGEST.chunk_tokens)
     assert (rerun.unchanged, rerun.chunks_added) == (2, 6)
     assert visible_versions(reopened, data_dir, versions, collected=True) == dict.fromkeys(versions, "v1")
 
@@ -334,7 +335,7 @@ def test_a_crash_while_deleting_does_not_hide_the_document_from_a_later_ingest(t
     versions = {d.doc_id: {"v1": d} for d in docs}
     data_dir = tmp_path / "store"
     store = PassageStore.open(COLLECTION, data_dir=data_dir, create=True)
-    ingest_documents(docs, store, progress=False)
+    ingest_documents(docs, store, progress=False, max_tokens=INGEST.chunk_tokens)
     for attribute in ("_chunks", "_manifest"):  # a crash in either of the two deletes
         # A store opened after the last write: one opened earlier reconnects (dropping the wrapper) when it
         # sees that another store object wrote in between.
@@ -345,7 +346,7 @@ def test_a_crash_while_deleting_does_not_hide_the_document_from_a_later_ingest(t
         setattr(store, attribute, store.__dict__[attribute]._inner)
         reopened = PassageStore.open(COLLECTION, data_dir=data_dir)
         assert visible_versions(reopened, data_dir, versions, collected=True)["d2"] == "v1"
-        rerun = ingest_documents(docs, reopened, progress=False)
+        rerun = ingest_documents(docs, reopened, progress=False, max_tokens=INGEST.chunk_tokens)
         assert not rerun.errors
         assert visible_versions(reopened, data_dir, versions, collected=True) == {"d1": "v1", "d2": "v1"}
 
@@ -457,7 +458,7 @@ def test_a_new_process_reopens_the_collection_and_finds_the_document(tmp_path: P
         Document("canteen", "Canteen", "The canteen serves lunch from 11:30 to 14:00 on weekdays."),
     ]
     store = PassageStore.open(COLLECTION, data_dir=data_dir, create=True)
-    assert ingest_documents(docs, store, progress=False).chunks_added == 3
+    assert ingest_documents(docs, store, progress=False, max_tokens=INGEST.chunk_tokens).chunks_added == 3
 
     question = "How many weeks of parental leave does a parent get?"
     proc = subprocess.run(
@@ -579,7 +580,7 @@ def test_a_write_undone_by_another_writer_after_the_flip_is_redone(tmp_path: Pat
     store = PassageStore.open(COLLECTION, data_dir=data_dir, create=True)
     doc = make_doc("d1", "v1", 0)
     store._manifest = DeletesAfterFlip(store._manifest, store._chunks, "d1", times=2)
-    summary = ingest_documents([doc], store, progress=False)
+    summary = ingest_documents([doc], store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert (summary.chunks_added, summary.errors) == (3, [])
     assert store._manifest.left == 0, "the chunks were deleted after both of the first two flips"
     assert visible_versions(store, data_dir, {"d1": {"v1": doc}}, collected=True) == {"d1": "v1"}
@@ -594,9 +595,9 @@ def test_a_write_that_keeps_being_undone_fails_loudly(tmp_path: Path) -> None:
     doc = make_doc("d1", "v1", 0)
     store._manifest = DeletesAfterFlip(store._manifest, store._chunks, "d1", times=STORE_IO.write_attempts)
     with pytest.raises(DataError, match="could not be written completely"):
-        ingest_documents([doc], store, progress=False)
+        ingest_documents([doc], store, progress=False, max_tokens=INGEST.chunk_tokens)
     # The next writer's repair drops the record that names missing chunks; a rerun then lands the document.
     reopened = PassageStore.open(COLLECTION, data_dir=data_dir)
     assert reopened.last_repair["dropped"] == ["d1"] and reopened.count() == 0
-    assert ingest_documents([doc], reopened, progress=False).chunks_added == 3
+    assert ingest_documents([doc], reopened, progress=False, max_tokens=INGEST.chunk_tokens).chunks_added == 3
     assert visible_versions(reopened, data_dir, {"d1": {"v1": doc}}, collected=True) == {"d1": "v1"}

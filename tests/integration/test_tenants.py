@@ -23,6 +23,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from reground.graph.builder import build_graph, run_config
 from reground.nodes.context import Context
+from reground.tools.tuning.stores import INGEST
 
 from reground.testing.fake_chat import ScriptedChatModel
 
@@ -154,7 +155,7 @@ def tenant_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     spec = f"pgserver:{engine}" if request.param == "engine" else f"chroma:{root / 'store'}"
     try:
         store = open_store(spec, COLLECTION, create=True)
-        summary = ingest([corpus], store, progress=False)
+        summary = ingest([corpus], store, progress=False, max_tokens=INGEST.chunk_tokens)
         assert not summary.errors
         yield store
     finally:

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from reground.tools.adapters.local_server import free_port
+from reground.tools.tuning.stores import INGEST
 
 from reground.demo import DEMO_COLLECTION, demo_corpus_path
 from reground.web.server import PageServer, start_page_server
@@ -60,7 +61,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
     site = Site(tmp_path_factory.mktemp("web-origin"))
     store = PassageStore.open(DEMO_COLLECTION, data_dir=site.data, create=True)
-    assert not ingest([demo_corpus_path()], store, progress=False).errors
+    assert not ingest([demo_corpus_path()], store, progress=False, max_tokens=INGEST.chunk_tokens).errors
     yield site
     site.stop()
 

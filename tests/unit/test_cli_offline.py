@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from fake_openai import FakeOpenAI
 from reground.tools.errors import ModelError
+from reground.tools.tuning.stores import INGEST
 
 from reground.cli import main
 from tests.conftest import copy_of_hr_store
@@ -155,7 +156,7 @@ def test_ingest_removes_them_before_chunking(tmp_path: Path) -> None:
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text(json.dumps(doc) + "\n", encoding="utf-8")
     store = PassageStore.open("clean", data_dir=tmp_path / "data", create=True)
-    summary = ingest([corpus], store, progress=False)
+    summary = ingest([corpus], store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert summary.invisible_stripped["leave"] > len(marks)
     [chunk] = store.all_chunks()
     assert chunk["text"] == "Employees get an extra paid day of leave on their birthday. the rules."

@@ -9,6 +9,7 @@ from typing import Any
 
 from reground.tools.signals.conflicts import conflict_reply, find_conflicts
 from reground.tools.signals.scope_claims import scope_breadth, scope_label
+from reground.tools.tuning.stores import INGEST
 
 from reground.testing.fake_chat import ScriptedChatModel
 
@@ -73,7 +74,7 @@ def test_the_turn_answers_a_scoped_user_with_the_scoped_figure_and_the_conflict(
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text("\n".join(json.dumps(d) for d in docs) + "\n", encoding="utf-8")
     store = PassageStore.open("scoped", data_dir=tmp_path / "data", create=True)
-    ingest([corpus], store, progress=False)
+    ingest([corpus], store, progress=False, max_tokens=INGEST.chunk_tokens)
     context = Context(collection="scoped", data_dir=str(tmp_path / "data"), metadata_filter={"region": "NL"})
     graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
     config = run_config(context, configurable={"thread_id": "nl"})

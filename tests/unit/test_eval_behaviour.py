@@ -20,6 +20,7 @@ from reground.evals.runs.behaviour import behaviour_of, behaviour_table, classif
 from reground.evals.runs.correlation import old_relevance_proxy
 from reground.evals.runs.report import write_report
 from reground.tools.signals.scoring import rouge_l
+from reground.tools.tuning.stores import INGEST
 from scipy import stats
 
 from reground.testing.fake_chat import ScriptedChatModel
@@ -222,7 +223,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, docs_file: Path) -> Any:
     from reground.tools.stores.store import PassageStore
 
     opened = PassageStore.open("mtrag-test", data_dir=tmp_path_factory.mktemp("mtrag-store"), create=True)
-    assert not ingest([docs_file], opened, progress=False).errors
+    assert not ingest([docs_file], opened, progress=False, max_tokens=INGEST.chunk_tokens).errors
     return opened
 
 

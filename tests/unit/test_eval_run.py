@@ -24,6 +24,7 @@ from reground.evals.train.calibrate import (
 )
 from reground.nodes.context import setting_names
 from reground.tools.adapters.paths import read_calibrated_value
+from reground.tools.tuning.stores import INGEST
 
 from reground.testing.fake_chat import ScriptedChatModel
 
@@ -128,7 +129,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, docs_file: Path) -> Any:
     from reground.tools.stores.store import PassageStore
 
     opened = PassageStore.open("eval-test", data_dir=tmp_path_factory.mktemp("eval-store"), create=True)
-    summary = ingest([docs_file], opened, progress=False)
+    summary = ingest([docs_file], opened, progress=False, max_tokens=INGEST.chunk_tokens)
     assert not summary.errors
     return opened
 

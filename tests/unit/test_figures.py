@@ -12,6 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reground.graph.builder import build_graph, run_config
 from reground.nodes.context import Context
 from reground.tools.signals.figures import extract_figures, unsupported_figures
+from reground.tools.tuning.stores import INGEST
 
 from reground.testing.fake_chat import ScriptedChatModel
 
@@ -88,7 +89,7 @@ def glasses_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
     ]
     corpus.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
     store = PassageStore.open("test-figures", data_dir=root / "store", create=True)
-    assert not ingest([corpus], store, progress=False).errors
+    assert not ingest([corpus], store, progress=False, max_tokens=INGEST.chunk_tokens).errors
     return store, str(root / "store")
 
 

@@ -55,7 +55,7 @@ def test_a_long_paragraph_is_cut_at_sentence_ends_to_the_chunk_size(tmp_path: Pa
     path = tmp_path / name
     path.write_text(content)
     (doc,), _ = load_paths([path])
-    chunks = chunk_document(doc)
+    chunks = chunk_document(doc, max_tokens=INGEST.chunk_tokens)
     assert len(chunks) > 20
     assert max(count_tokens(c["text"]) for c in chunks) <= INGEST.chunk_tokens
     texts = [c["text"] for c in chunks]
@@ -67,7 +67,7 @@ def test_a_run_on_line_without_sentences_is_cut_at_words(tmp_path: Path) -> None
     path = tmp_path / "blob.md"
     path.write_text(" ".join(f"w{n}" for n in range(20_000)))
     (doc,), _ = load_paths([path])
-    chunks = chunk_document(doc)
+    chunks = chunk_document(doc, max_tokens=INGEST.chunk_tokens)
     assert max(count_tokens(c["text"]) for c in chunks) <= INGEST.chunk_tokens
     assert " ".join(c["text"] for c in chunks).split() == [f"w{n}" for n in range(20_000)]
 
@@ -77,7 +77,7 @@ def test_a_passage_repeated_word_for_word_is_kept_once(tmp_path: Path, name: str
     path = tmp_path / name
     path.write_text("# Pad\n\n" + "Refunds take five days. " * 30_000 + "\n\nThe desk closes at noon.\n")
     (doc,), _ = load_paths([path])
-    texts = [c["text"] for c in chunk_document(doc)]
+    texts = [c["text"] for c in chunk_document(doc, max_tokens=INGEST.chunk_tokens)]
     assert len(texts) == len(set(texts)) <= 3
     assert "The desk closes at noon." in texts[-1]
 

@@ -12,6 +12,7 @@ from reground.graph.builder import graph as reground_graph
 from reground.graph.ingest_graph import IngestContext, IngestInputError
 from reground.graph.ingest_graph import graph as ingest_graph
 from reground.nodes.context import Context, ContextError
+from reground.tools.tuning.stores import INGEST
 
 from reground.testing.fake_chat import ScriptedChatModel
 
@@ -51,7 +52,7 @@ def test_every_context_field_has_a_description(compiled: Any) -> None:
 
 
 def test_inline_documents_land_with_their_metadata(tmp_path: Path) -> None:
-    summary = ingest(collection="ingest-inline", data_dir=str(tmp_path))
+    summary = ingest(collection="ingest-inline", data_dir=str(tmp_path), max_tokens=INGEST.chunk_tokens)
     assert summary["collection"] == "ingest-inline"
     from reground.tools.stores.store import PassageStore
 
@@ -69,9 +70,9 @@ def test_inline_documents_land_with_their_metadata(tmp_path: Path) -> None:
 def test_reingesting_the_same_documents_does_not_duplicate_chunks(tmp_path: Path) -> None:
     from reground.tools.stores.store import PassageStore
 
-    ingest(collection="ingest-twice", data_dir=str(tmp_path))
+    ingest(collection="ingest-twice", data_dir=str(tmp_path), max_tokens=INGEST.chunk_tokens)
     first = PassageStore.open("ingest-twice", data_dir=tmp_path).count()
-    ingest(collection="ingest-twice", data_dir=str(tmp_path))
+    ingest(collection="ingest-twice", data_dir=str(tmp_path), max_tokens=INGEST.chunk_tokens)
     assert PassageStore.open("ingest-twice", data_dir=tmp_path).count() == first
 
 
@@ -79,7 +80,13 @@ def test_server_side_paths_and_inline_documents_together(tmp_path: Path) -> None
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "canteen.md").write_text("# Canteen\n\nThe canteen serves lunch from 11:30 to 14:00.\n", encoding="utf-8")
-    ingest(DOCS[:1], collection="ingest-mixed", data_dir=str(tmp_path / "store"), paths=[str(folder)])
+    ingest(
+        DOCS[:1],
+        collection="ingest-mixed",
+        data_dir=str(tmp_path / "store"),
+        paths=[str(folder)],
+        max_tokens=INGEST.chunk_tokens,
+    )
     from reground.tools.stores.store import PassageStore
 
     texts = " ".join(c["text"] for c in PassageStore.open("ingest-mixed", data_dir=tmp_path / "store").all_chunks())
@@ -87,7 +94,7 @@ def test_server_side_paths_and_inline_documents_together(tmp_path: Path) -> None
 
 
 def test_ingested_documents_are_answered_from(tmp_path: Path) -> None:
-    ingest(collection="ingest-ask", data_dir=str(tmp_path))
+    ingest(collection="ingest-ask", data_dir=str(tmp_path), max_tokens=INGEST.chunk_tokens)
     model = ScriptedChatModel()
     context = Context(
         collection="ingest-ask",

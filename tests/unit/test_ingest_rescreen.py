@@ -20,6 +20,7 @@ from reground.tools.stores.ingest import ingest_documents, rescreened_chunks
 from reground.tools.stores.ingest_summary import IngestSummary
 from reground.tools.stores.store import META_PREFIX, PassageStore
 from reground.tools.text.loaders import Document
+from reground.tools.tuning.stores import INGEST
 from reground.tools.types import Chunk
 
 from tests.unit.test_vector_store import HashEmbedder, MemoryStore
@@ -97,7 +98,7 @@ def _assert_current(chunks: Sequence[Chunk]) -> None:
 def test_stale_marks_are_refreshed_in_chroma_without_embedding(tmp_path: Path, older_rules: Any) -> None:
     embedder = CountingEmbedder()
     store = PassageStore.open("rescreen", data_dir=tmp_path, embedder=embedder, create=True)
-    assert not ingest_documents(DOCS, store, progress=False).errors
+    assert not ingest_documents(DOCS, store, progress=False, max_tokens=INGEST.chunk_tokens).errors
     stale = store.all_chunks()  # the search index holds this snapshot until the store's version changes
     assert _flags(stale) == {"leave": [f"older_rule: {split_sentences(DOCS[1].text)[0]}"], "expenses": []}
     assert "evil-payroll.example" in _named(tmp_path, "rescreen", "expenses")
@@ -106,7 +107,7 @@ def test_stale_marks_are_refreshed_in_chroma_without_embedding(tmp_path: Path, o
     assert not _marks_hold(stale)
     embedder.texts.clear()
 
-    summary = ingest_documents(DOCS, store, progress=False)
+    summary = ingest_documents(DOCS, store, progress=False, max_tokens=INGEST.chunk_tokens)
 
     assert embedder.texts == []  # nothing was embedded again
     assert (summary.rescreened, summary.unchanged, summary.replaced, summary.chunks_added) == (2, 2, 0, 0)
@@ -118,16 +119,16 @@ def test_stale_marks_are_refreshed_in_chroma_without_embedding(tmp_path: Path, o
     assert META_PREFIX + FLAGS_KEY not in raw["leave"] and META_PREFIX + FLAGS_KEY in raw["expenses"]
     assert "evil-payroll.example" not in _named(tmp_path, "rescreen", "expenses")  # a flagged order names no domain
 
-    again = ingest_documents(DOCS, store, progress=False)
+    again = ingest_documents(DOCS, store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert (again.rescreened, again.unchanged) == (0, 2) and "re-screened" not in str(again)
     assert embedder.texts == []
 
 
 def test_a_fresh_collection_has_nothing_to_rescreen(tmp_path: Path) -> None:
     store = PassageStore.open("fresh", data_dir=tmp_path, embedder=CountingEmbedder(), create=True)
-    ingest_documents(DOCS, store, progress=False)
+    ingest_documents(DOCS, store, progress=False, max_tokens=INGEST.chunk_tokens)
     version = store.version()
-    summary = ingest_documents(DOCS, store, progress=False)
+    summary = ingest_documents(DOCS, store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert (summary.rescreened, summary.unchanged) == (0, 2) and store.version() == version
 
 
@@ -150,33 +151,39 @@ class UpdatingStore(MemoryStore):
 
 def test_only_the_documents_with_a_stale_mark_are_updated(tmp_path: Path, older_rules: Any) -> None:
     store = UpdatingStore("docs")
-    ingest_documents(DOCS, store, progress=False, settings_root=tmp_path)
+    ingest_documents(DOCS, store, progress=False, settings_root=tmp_path, max_tokens=INGEST.chunk_tokens)
     older_rules.undo()
     content_hash, chunks, vectors = store.docs["leave"]
     store.docs["leave"] = (content_hash, rescreened_chunks(DOCS[1], chunks), vectors)  # this one is current already
     embedder: CountingEmbedder = store.embedder
     embedder.texts.clear()
 
-    summary = ingest_documents(DOCS, store, progress=False, settings_root=tmp_path)
+    summary = ingest_documents(DOCS, store, progress=False, settings_root=tmp_path, max_tokens=INGEST.chunk_tokens)
 
     assert store.updates == [["expenses"]] and summary.rescreened == 1 and embedder.texts == []
     _assert_current(store.load_snapshot().chunks)
-    assert ingest_documents(DOCS, store, progress=False, settings_root=tmp_path).rescreened == 0
+    assert (
+        ingest_documents(DOCS, store, progress=False, settings_root=tmp_path, max_tokens=INGEST.chunk_tokens).rescreened
+        == 0
+    )
     assert store.updates == [["expenses"]]
 
 
 def test_a_store_that_cannot_update_metadata_rewrites_the_document(tmp_path: Path, older_rules: Any) -> None:
     store = MemoryStore("docs", CountingEmbedder())
-    ingest_documents(DOCS, store, progress=False, settings_root=tmp_path)
+    ingest_documents(DOCS, store, progress=False, settings_root=tmp_path, max_tokens=INGEST.chunk_tokens)
     hashes = store.document_hashes()
     older_rules.undo()
 
-    summary = ingest_documents(DOCS, store, progress=False, settings_root=tmp_path)
+    summary = ingest_documents(DOCS, store, progress=False, settings_root=tmp_path, max_tokens=INGEST.chunk_tokens)
 
     assert (summary.rescreened, summary.replaced, summary.unchanged, summary.documents) == (2, 2, 0, 2)
     assert store.document_hashes() == hashes
     _assert_current(store.load_snapshot().chunks)
-    assert ingest_documents(DOCS, store, progress=False, settings_root=tmp_path).rescreened == 0
+    assert (
+        ingest_documents(DOCS, store, progress=False, settings_root=tmp_path, max_tokens=INGEST.chunk_tokens).rescreened
+        == 0
+    )
 
 
 def test_a_document_that_brought_its_own_flags_is_not_rewritten_each_time(tmp_path: Path) -> None:
@@ -184,9 +191,9 @@ def test_a_document_that_brought_its_own_flags_is_not_rewritten_each_time(tmp_pa
     same metadata, and nothing is written or counted."""
     own = Document("own", "Own flags", "Opening hours are 9 to 5.", metadata={FLAGS_KEY: ["credentials: x"]})
     store = UpdatingStore("docs")
-    ingest_documents([own], store, progress=False, settings_root=tmp_path)
+    ingest_documents([own], store, progress=False, settings_root=tmp_path, max_tokens=INGEST.chunk_tokens)
     assert not any(SCREEN_KEY in c["metadata"] for c in store.load_snapshot().chunks)
-    summary = ingest_documents([own], store, progress=False, settings_root=tmp_path)
+    summary = ingest_documents([own], store, progress=False, settings_root=tmp_path, max_tokens=INGEST.chunk_tokens)
     assert (summary.rescreened, summary.unchanged, store.updates) == (0, 1, [])
 
 
@@ -196,10 +203,10 @@ def test_a_failed_update_is_named_and_the_document_stays(tmp_path: Path, older_r
             raise OSError("disk full")
 
     store = FailingStore("docs")
-    ingest_documents(DOCS, store, progress=False, settings_root=tmp_path)
+    ingest_documents(DOCS, store, progress=False, settings_root=tmp_path, max_tokens=INGEST.chunk_tokens)
     before = store.load_snapshot().chunks
     older_rules.undo()
-    summary = ingest_documents(DOCS, store, progress=False, settings_root=tmp_path)
+    summary = ingest_documents(DOCS, store, progress=False, settings_root=tmp_path, max_tokens=INGEST.chunk_tokens)
     assert (summary.rescreened, summary.unchanged) == (0, 2)
     assert sorted(str(e) for e in summary.errors) == [
         f"{d}: screening marks not refreshed: OSError: disk full" for d in ("expenses", "leave")
@@ -226,16 +233,22 @@ def test_an_ingest_reads_the_stored_chunks_only_for_documents_not_recorded_with_
             return super().load_snapshot(**kwargs)
 
     store = CountingReads("docs")
-    ingest_documents(DOCS, store, progress=False, settings_root=tmp_path)
+    ingest_documents(DOCS, store, progress=False, settings_root=tmp_path, max_tokens=INGEST.chunk_tokens)
     assert store.reads == 0
-    assert ingest_documents(DOCS, store, progress=False, settings_root=tmp_path).unchanged == 2
+    assert (
+        ingest_documents(DOCS, store, progress=False, settings_root=tmp_path, max_tokens=INGEST.chunk_tokens).unchanged
+        == 2
+    )
     assert store.reads == 0, "every record holds today's rules: nothing read"
     path = tmp_path / "collection_settings" / "docs.json"
     record = json.loads(path.read_text(encoding="utf-8"))
     assert {r["screened"] for r in record["documents"].values()} == {injection_screen.rules_fingerprint()}
     del record["documents"]["leave"]["screened"]
     path.write_text(json.dumps(record), encoding="utf-8")
-    summary = ingest_documents(DOCS, store, progress=False, settings_root=tmp_path)
+    summary = ingest_documents(DOCS, store, progress=False, settings_root=tmp_path, max_tokens=INGEST.chunk_tokens)
     assert (store.reads, summary.rescreened, store.updates) == (1, 0, [])  # read, its marks hold: nothing written
-    assert ingest_documents(DOCS, store, progress=False, settings_root=tmp_path).unchanged == 2
+    assert (
+        ingest_documents(DOCS, store, progress=False, settings_root=tmp_path, max_tokens=INGEST.chunk_tokens).unchanged
+        == 2
+    )
     assert store.reads == 1, "checked once, then recorded"

@@ -24,6 +24,7 @@ from reground.tools.text.chunking import chunk_document
 from reground.tools.text.hidden import hidden_segments, strip_hidden
 from reground.tools.text.invisible import strip_invisible
 from reground.tools.text.loaders import Document, html_text, load_paths
+from reground.tools.tuning.stores import INGEST
 
 from reground.cli import main
 
@@ -149,7 +150,7 @@ def test_a_docusaurus_mdx_page_is_read_as_markdown(tmp_path: Path) -> None:
     page.write_text("import Tabs from '@theme/Tabs';\n\n# OS flag\n\nInstall for another OS with `--os`.\n")
     documents, errors = load_paths([tmp_path])
     assert errors == [] and [d.title for d in documents] == ["OS flag"]
-    assert "import" not in " ".join(c["text"] for c in chunk_document(documents[0]))
+    assert "import" not in " ".join(c["text"] for c in chunk_document(documents[0], max_tokens=INGEST.chunk_tokens))
 
 
 def test_the_progress_bar_moves_within_a_large_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ from reground.tools.signals.injection_rules import borderline_cues
 from reground.tools.signals.reply_guard import QUOTE_WARNING, guard_reply, unsupported_contacts
 from reground.tools.text.hidden import hidden_segments, strip_hidden
 from reground.tools.text.loaders import load_paths
+from reground.tools.tuning.stores import INGEST
 
 from reground.testing.fake_chat import ScriptedChatModel
 
@@ -370,7 +371,7 @@ def test_the_model_check_is_off_by_default_and_on_flags_what_the_judge_confirms(
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text(json.dumps(doc) + "\n", encoding="utf-8")
     store = PassageStore.open("borderline", data_dir=tmp_path / "data", create=True)
-    assert not ingest([corpus], store, progress=False).errors
+    assert not ingest([corpus], store, progress=False, max_tokens=INGEST.chunk_tokens).errors
 
     def turn(check: bool) -> tuple[ScriptedChatModel, dict[str, Any]]:
         model = ScriptedChatModel(script={"injection_check": ['{"instruction_to_assistant": true}']})
@@ -446,7 +447,7 @@ def graph_turn(
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text(json.dumps(doc) + "\n", encoding="utf-8")
     store = PassageStore.open("issue29", data_dir=tmp_path / "data", create=True)
-    assert not ingest([corpus], store, progress=False).errors
+    assert not ingest([corpus], store, progress=False, max_tokens=INGEST.chunk_tokens).errors
     context = Context(collection="issue29", data_dir=str(tmp_path / "data"), answer_style=style)
     graph = build_graph(chat_model=model or ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
     config = run_config(context, configurable={"thread_id": "t"})

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from reground.tools.signals.injection import flag_passage
+from reground.tools.tuning.stores import INGEST
 
 from reground.testing.fake_chat import ScriptedChatModel
 
@@ -33,7 +34,7 @@ def _ask(tmp_path: Path, text: str, question: str, style: str = "extract", model
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text(json.dumps(doc) + "\n" + json.dumps(other) + "\n", encoding="utf-8")
     store = PassageStore.open("blocks", data_dir=tmp_path / "data", create=True)
-    assert not ingest([corpus], store, progress=False).errors
+    assert not ingest([corpus], store, progress=False, max_tokens=INGEST.chunk_tokens).errors
     context = Context(collection="blocks", data_dir=str(tmp_path / "data"), answer_style=style)
     graph = build_graph(chat_model=model or ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
     config = run_config(context, configurable={"thread_id": "t"})
@@ -118,7 +119,7 @@ def test_a_title_that_gives_orders_is_flagged_like_a_sentence_and_never_shown(tm
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text(json.dumps(doc) + "\n", encoding="utf-8")
     store = PassageStore.open("titles", data_dir=tmp_path / "data", create=True)
-    assert not ingest([corpus], store, progress=False).errors
+    assert not ingest([corpus], store, progress=False, max_tokens=INGEST.chunk_tokens).errors
     [chunk] = store.all_chunks()
     assert any(f.startswith("title,") for f in chunk["metadata"]["injection_flags"])
     context = Context(collection="titles", data_dir=str(tmp_path / "data"))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from reground.tools.tuning.stores import INGEST
 
 from reground.testing.fake_chat import ScriptedChatModel
 
@@ -46,7 +47,7 @@ def _store(root: Path, docs: list[dict[str, str]]) -> tuple[Any, str]:
     corpus = root / "docs.jsonl"
     corpus.write_text("\n".join(json.dumps(d) for d in docs) + "\n", encoding="utf-8")
     store = PassageStore.open("tide", data_dir=root / "data", create=True)
-    summary = ingest([corpus], store, progress=False)
+    summary = ingest([corpus], store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert summary.trusted_domains == ["tidewater-labs.example"]
     return store, str(root / "data")
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from reground.tools.text.chunking import chunk_document
 from reground.tools.text.loaders import html_text, load_paths
+from reground.tools.tuning.stores import INGEST
 
 
 def test_nested_list_items_and_paragraphs_are_extracted_once() -> None:
@@ -56,10 +57,10 @@ def test_an_html_file_chunks_without_duplicated_sentences(tmp_path: Path) -> Non
     )
     (doc,), errors = load_paths([page])
     assert errors == [] and doc.title == "policy" and doc.doc_id == "policy.html"
-    joined = " ".join(c["text"] for c in chunk_document(doc))
+    joined = " ".join(c["text"] for c in chunk_document(doc, max_tokens=INGEST.chunk_tokens))
     assert joined.count("Lease an e-bike through payroll.") == 1
     assert joined.count("The company insures it.") == 1
-    assert {c["section"] for c in chunk_document(doc)} == {"Bikes"}
+    assert {c["section"] for c in chunk_document(doc, max_tokens=INGEST.chunk_tokens)} == {"Bikes"}
 
 
 def _tiny_pdf(path: Path, lines: list[str], title: str) -> None:
@@ -134,7 +135,7 @@ def test_a_paragraph_keeps_its_line_breaks_and_packed_paragraphs_a_blank_line() 
         title="Plates",
         text="How to surrender your plates\nYou can surrender plates at any DMV office.\n\nKeep the receipt.",
     )
-    (chunk,) = chunk_document(doc)
+    (chunk,) = chunk_document(doc, max_tokens=INGEST.chunk_tokens)
     assert chunk["text"] == (
         "How to surrender your plates\nYou can surrender plates at any DMV office.\n\nKeep the receipt."
     )

@@ -10,6 +10,7 @@ from reground.tools.text.code_blocks import indent_code_blocks, trim_code_blocks
 from reground.tools.text.loaders import Document, html_text, load_paths
 from reground.tools.text.markdown import looks_like_markdown, normalise_inline, parse_markdown
 from reground.tools.text.sentences import has_structure, sentence_spans, split_unit, text_sentences
+from reground.tools.tuning.stores import INGEST
 
 PAGE = """---
 title: Query parameters
@@ -268,7 +269,12 @@ def test_a_page_title_comes_from_front_matter_or_the_first_level_one_heading_out
         "guide.md": "The guide",
         "notes.md": "notes",
     }
-    sections = [c["section"] for d in documents if d.doc_id == "notes.md" for c in chunk_document(d)]
+    sections = [
+        c["section"]
+        for d in documents
+        if d.doc_id == "notes.md"
+        for c in chunk_document(d, max_tokens=INGEST.chunk_tokens)
+    ]
     assert sections == ["Only a section"]
 
 

@@ -11,6 +11,7 @@ from reground.evals.runs.chunk_markup import generator_markup_in
 from reground.tools.text.chunking import chunk_document
 from reground.tools.text.loaders import Document, load_paths
 from reground.tools.text.markdown import normalise_inline, parse_markdown
+from reground.tools.tuning.stores import INGEST
 
 
 @pytest.mark.parametrize(
@@ -94,7 +95,10 @@ def test_the_counter_sees_generator_markup_outside_code_only() -> None:
     assert generator_markup_in("See <https://example.org>.") == ["autolink"]
     assert generator_markup_in('Write `{{< relref "x" >}}` or ``a `{% raw %}` b``.') == []
     assert generator_markup_in("```md\n{% raw %}\n```") == []
-    chunks = chunk_document(Document("p.md", "P", '# P\n\nRead [it]({{< ref "a" >}}) &amp; go.\n', source="p.md"))
+    chunks = chunk_document(
+        Document("p.md", "P", '# P\n\nRead [it]({{< ref "a" >}}) &amp; go.\n', source="p.md"),
+        max_tokens=INGEST.chunk_tokens,
+    )
     assert [generator_markup_in(c["text"]) for c in chunks] == [[]]
 
 

@@ -46,7 +46,15 @@ def store() -> FakeStore:
 def test_each_transform_is_one_structured_call_with_the_conversation(name: str, reply: str, expected: int) -> None:
     model = ScriptedChatModel(script={"other": [reply]})
     stats = CallStats()
-    texts = transform_query(model, name, "And when do I get it?", HISTORY, stats)
+    texts = transform_query(
+        model,
+        name,
+        "And when do I get it?",
+        HISTORY,
+        stats,
+        history_tokens=RetrievalSettings.transform_history_tokens,
+        max_tokens=RetrievalSettings.transform_max_tokens,
+    )
     assert len(texts) == expected, texts  # topics: the duplicate is dropped
     assert all(t.strip() for t in texts)
     assert stats.llm_calls == 1
@@ -57,12 +65,39 @@ def test_each_transform_is_one_structured_call_with_the_conversation(name: str, 
 
 def test_none_makes_no_call_and_bad_names_and_replies_are_refused() -> None:
     model = ScriptedChatModel(script={"other": ['{"topics": []}']})
-    assert transform_query(model, "none", "question?", HISTORY, CallStats()) == ()
+    assert (
+        transform_query(
+            model,
+            "none",
+            "question?",
+            HISTORY,
+            CallStats(),
+            history_tokens=RetrievalSettings.transform_history_tokens,
+            max_tokens=RetrievalSettings.transform_max_tokens,
+        )
+        == ()
+    )
     assert model.calls == []
     with pytest.raises(ValueError, match="unknown query transform 'hype'"):
-        transform_query(model, "hype", "question?", HISTORY, CallStats())
+        transform_query(
+            model,
+            "hype",
+            "question?",
+            HISTORY,
+            CallStats(),
+            history_tokens=RetrievalSettings.transform_history_tokens,
+            max_tokens=RetrievalSettings.transform_max_tokens,
+        )
     with pytest.raises(LLMReplyError):  # an empty topic list is no reply, even after the repair retry
-        transform_query(model, "topics", "question?", HISTORY, CallStats())
+        transform_query(
+            model,
+            "topics",
+            "question?",
+            HISTORY,
+            CallStats(),
+            history_tokens=RetrievalSettings.transform_history_tokens,
+            max_tokens=RetrievalSettings.transform_max_tokens,
+        )
     with pytest.raises(ValueError, match="unknown query transform"):
         RetrievalSettings(query_transform="hype")  # type: ignore[arg-type]
 

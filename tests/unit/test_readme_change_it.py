@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from reground.tools.tuning.stores import INGEST
 
 from reground.testing.fake_chat import ScriptedChatModel
 
@@ -46,7 +47,12 @@ def my_docs(tmp_path: Path, hr_corpus: Path, monkeypatch: pytest.MonkeyPatch) ->
     from reground.tools.stores.store import PassageStore
 
     data_dir = tmp_path / "data"
-    assert not ingest([hr_corpus], PassageStore.open("my-docs", data_dir=data_dir, create=True), progress=False).errors
+    assert not ingest(
+        [hr_corpus],
+        PassageStore.open("my-docs", data_dir=data_dir, create=True),
+        progress=False,
+        max_tokens=INGEST.chunk_tokens,
+    ).errors
     monkeypatch.setenv("REGROUND_DATA_DIR", str(data_dir))
     return str(data_dir)
 
@@ -61,7 +67,12 @@ def elsewhere_dir(tmp_path: Path) -> str:
     corpus = tmp_path / "elsewhere.jsonl"
     corpus.write_text(json.dumps(doc) + "\n", encoding="utf-8")
     data_dir = tmp_path / "elsewhere"
-    assert not ingest([corpus], PassageStore.open("my-docs", data_dir=data_dir, create=True), progress=False).errors
+    assert not ingest(
+        [corpus],
+        PassageStore.open("my-docs", data_dir=data_dir, create=True),
+        progress=False,
+        max_tokens=INGEST.chunk_tokens,
+    ).errors
     return str(data_dir)
 
 

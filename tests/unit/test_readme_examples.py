@@ -18,6 +18,7 @@ from reground.graph.builder import build_graph, run_config
 from reground.nodes.context import Context
 from reground.tools.stores.ingest import ingest
 from reground.tools.stores.store import PassageStore
+from reground.tools.tuning.stores import INGEST
 
 from reground.demo import DEMO_COLLECTION, DEMO_SCOPE, DEMO_TURNS, demo_corpus_path
 from reground.testing.fake_chat import ScriptedChatModel
@@ -29,7 +30,7 @@ ENTITLEMENT = "30 working days"
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
     data_dir = tmp_path_factory.mktemp("readme-demo")
     store = PassageStore.open(DEMO_COLLECTION, data_dir=data_dir, create=True)
-    ingest([demo_corpus_path()], store, progress=False)
+    ingest([demo_corpus_path()], store, progress=False, max_tokens=INGEST.chunk_tokens)
     graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())
     return graph, data_dir
 

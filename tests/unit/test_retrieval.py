@@ -23,6 +23,7 @@ from reground.tools.retrieval.search import (
     sentence_rerank,
 )
 from reground.tools.text.tokens import history_query
+from reground.tools.tuning.turn import BUDGETS
 from reground.tools.types import Chunk, Passage
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -174,7 +175,7 @@ def test_rrf_weights_and_ties() -> None:
     weighted = reciprocal_rank_fusion([["a", "b"], ["b", "a"]], k=60, weights=[1.0, 3.0])
     assert weighted[0][0] == "b"
     with pytest.raises(ValueError, match="2 weights for 1 rankings"):
-        reciprocal_rank_fusion([["a"]], weights=[1.0, 2.0])
+        reciprocal_rank_fusion([["a"]], weights=[1.0, 2.0], k=RetrievalSettings.rrf_k)
 
 
 def test_history_query_keeps_newest_turns_within_budget() -> None:
@@ -257,16 +258,24 @@ def test_paragraph_scoring_off_keeps_document_order(store: FakeStore) -> None:
 def test_query_embeddings_are_cached(store: FakeStore) -> None:
     retriever = HybridRetriever(store)
     q = RetrievalQuery("sick pay", "sick pay in Germany", ("illness",))
-    retriever.search(q, where=None)
+    retriever.search(q, where=None, doc_k=BUDGETS.doc_candidates, paragraph_k=BUDGETS.paragraph_candidates)
     n = sum(len(c) for c in store.embedder.calls)
-    retriever.search(q, where=None)
+    retriever.search(q, where=None, doc_k=BUDGETS.doc_candidates, paragraph_k=BUDGETS.paragraph_candidates)
     assert sum(len(c) for c in store.embedder.calls) == n, "a repeated query must not be embedded again"
 
 
 def test_empty_scope_returns_nothing(store: FakeStore) -> None:
     retriever = HybridRetriever(store)
     q = RetrievalQuery("annual leave", "annual leave")
-    assert retriever.search(q, where={"country": "FR", "region": "x"}) == []
+    assert (
+        retriever.search(
+            q,
+            where={"country": "FR", "region": "x"},
+            doc_k=BUDGETS.doc_candidates,
+            paragraph_k=BUDGETS.paragraph_candidates,
+        )
+        == []
+    )
 
 
 def test_fuse_rerank_keeps_n_ranked() -> None:
@@ -276,11 +285,11 @@ def test_fuse_rerank_keeps_n_ranked() -> None:
         return passage
 
     passages = [p(0, 0.2, 0.1, 0.9), p(1, 0.9, 0.8, 0.5), p(2, 0.5, 0.9, 0.4), p(3, 0.1, 0.0, 0.1)]
-    kept = fuse_rerank(passages, 2)
+    kept = fuse_rerank(passages, 2, penalty=RetrievalSettings.same_document_penalty)
     assert [k["doc_id"] for k in kept] == ["d1", "d2"]
     assert [k["rank"] for k in kept] == [1, 2]
     assert kept[0]["rerank_score"] >= kept[1]["rerank_score"]
-    assert fuse_rerank([], 3) == []
+    assert fuse_rerank([], 3, penalty=RetrievalSettings.same_document_penalty) == []
 
 
 def test_select_across_documents_spreads_slots_over_documents() -> None:
@@ -292,9 +301,9 @@ def test_select_across_documents_spreads_slots_over_documents() -> None:
     assert select_across_documents(scores, docs, 3, penalty=0.3) == [0, 1, 3]
     # Fewer documents than slots: the best remaining paragraphs fill the rest.
     assert select_across_documents([0.9, 0.8, 0.7], ["a", "a", "b"], 3, penalty=1.0) == [0, 2, 1]
-    assert select_across_documents([], [], 3) == []
+    assert select_across_documents([], [], 3, penalty=RetrievalSettings.same_document_penalty) == []
     with pytest.raises(ValueError):
-        select_across_documents([1.0], ["a", "b"], 1)
+        select_across_documents([1.0], ["a", "b"], 1, penalty=RetrievalSettings.same_document_penalty)
 
 
 def test_fuse_rerank_with_penalty_gives_each_top_document_a_slot() -> None:
@@ -356,14 +365,20 @@ def test_conversation_query_carries_the_opening_exchange_and_earlier_user_turns(
         {"role": "user", "text": "When are payslips published?"},
         {"role": "agent", "text": "On the 25th of each month."},
     ]
-    q = conversation_query("And errors?", history, 100, search_question="How do I report payslip errors?")
+    q = conversation_query(
+        "And errors?",
+        history,
+        100,
+        search_question="How do I report payslip errors?",
+        phrase_tokens=RetrievalSettings.phrase_history_tokens,
+    )
     assert q.question == "How do I report payslip errors?"
     assert q.history_query.startswith("And errors?") and "25th" in q.history_query
     assert q.topic_query == "How many days of annual leave do I get in the US? You get 20 days of paid time off."
     (turn,) = q.earlier_turns
     assert turn.text == "When are payslips published?" and turn.reply == "On the 25th of each month."
     assert turn.history_query.startswith("When are payslips published?") and "20 days" in turn.history_query
-    first = conversation_query("How do I lease a bike?", [], 100)
+    first = conversation_query("How do I lease a bike?", [], 100, phrase_tokens=RetrievalSettings.phrase_history_tokens)
     assert first.topic_query == "How do I lease a bike?" and first.earlier_turns == ()
 
 
@@ -373,7 +388,9 @@ def test_the_opening_exchange_keeps_a_long_conversation_on_its_topic(store: Fake
         {"role": "agent", "text": "Full salary for 6 weeks per illness."},
         *[{"role": r, "text": t} for r, t in [("user", "ok"), ("agent", "anything else?"), ("user", "hmm")]],
     ]
-    query = conversation_query("how long exactly?", history, budget_tokens=6)
+    query = conversation_query(
+        "how long exactly?", history, budget_tokens=6, phrase_tokens=RetrievalSettings.phrase_history_tokens
+    )
     assert "illness" not in query.history_query, "the recent window has lost the topic"
     topic_only = HybridRetriever(store, RetrievalSettings(weights={"dense_topic": 1.0}))
     assert topic_only.rank_documents(query, where=None, k=1)[0][0] == "sick-de"
@@ -394,19 +411,27 @@ def test_a_topic_shift_moves_the_topic_to_the_message_that_changed_it(store: Fak
         {"role": "agent", "text": "Annual leave in the US: 20 days of paid time off; carry over up to 40 hours."},
     ]
     new_topic = "When are payslips published in the portal each month, and how do I report payslip errors?"
-    shifted = conversation_query(new_topic, history, 100)
+    shifted = conversation_query(new_topic, history, 100, phrase_tokens=RetrievalSettings.phrase_history_tokens)
     assert retriever.is_topic_shift(shifted)
     assert retriever.topic_text(shifted, where=None) == new_topic
     on_topic = "How many days of annual leave can I carry over in the US, and by when must the 40 hours be used?"
-    assert not retriever.is_topic_shift(conversation_query(on_topic, history, 100)), "same document: no shift"
-    assert not retriever.is_topic_shift(conversation_query("And the carried hours?", history, 100)), "too short"
+    assert not retriever.is_topic_shift(
+        conversation_query(on_topic, history, 100, phrase_tokens=RetrievalSettings.phrase_history_tokens)
+    ), "same document: no shift"
+    assert not retriever.is_topic_shift(
+        conversation_query(
+            "And the carried hours?", history, 100, phrase_tokens=RetrievalSettings.phrase_history_tokens
+        )
+    ), "too short"
     # The next turn keeps the new topic: the shifting message and the reply to it.
     later = [*history, {"role": "user", "text": new_topic}, {"role": "agent", "text": "On the 25th of each month."}]
-    follow_up = conversation_query("ok thanks", later, 100)
+    follow_up = conversation_query("ok thanks", later, 100, phrase_tokens=RetrievalSettings.phrase_history_tokens)
     assert retriever.topic_text(follow_up, where=None) == f"{new_topic} On the 25th of each month."
     off = HybridRetriever(store, RetrievalSettings(detect_topic_shift=False))
     assert not off.is_topic_shift(shifted) and off.topic_text(follow_up, where=None) == follow_up.topic_query
-    assert not retriever.is_topic_shift(conversation_query(new_topic, [], 100)), "a first turn opens the topic"
+    assert not retriever.is_topic_shift(
+        conversation_query(new_topic, [], 100, phrase_tokens=RetrievalSettings.phrase_history_tokens)
+    ), "a first turn opens the topic"
 
 
 def test_phrase_containment_counts_verbatim_word_ngrams() -> None:
@@ -429,7 +454,7 @@ def test_the_phrase_signal_finds_the_document_a_reply_quoted(store: FakeStore) -
         {"role": "user", "text": "I have a question about carrying days over."},
         {"role": "agent", "text": "they must be taken by 31 March"},
     ]
-    query = conversation_query("what else?", history, 100)
+    query = conversation_query("what else?", history, 100, phrase_tokens=RetrievalSettings.phrase_history_tokens)
     phrases = HybridRetriever(store, RetrievalSettings(weights={"lexical_history": 0.01, "document_phrases": 1.0}))
     ranked = phrases.rank_documents(query, where=None, k=2)
     assert ranked[0][0] == "leave-de", "only leave-de holds 'must be taken by 31 March' verbatim"
@@ -494,13 +519,23 @@ def test_sentence_rerank_prefers_the_paragraph_whose_sentence_answers() -> None:
     on_topic = _scored("a", 0, "leave leave leave", 1.0)
     answering = _scored("b", 0, "thirty days", 0.9)
     # 1.0 + 0.3 x 0.2 = 1.06 against 0.9 + 0.3 x 0.8 = 1.14; without the sentence term retrieval order stands.
-    assert [p["doc_id"] for p in sentence_rerank([on_topic, answering], [0.2, 0.8], 2, 0.3)] == ["b", "a"]
-    assert [p["doc_id"] for p in sentence_rerank([on_topic, answering], [0.2, 0.8], 2, 0.0)] == ["a", "b"]
-    kept = sentence_rerank([on_topic, answering], [0.2, 0.8], 1, 0.3)
+    assert [
+        p["doc_id"]
+        for p in sentence_rerank(
+            [on_topic, answering], [0.2, 0.8], 2, 0.3, penalty=RetrievalSettings.same_document_penalty
+        )
+    ] == ["b", "a"]
+    assert [
+        p["doc_id"]
+        for p in sentence_rerank(
+            [on_topic, answering], [0.2, 0.8], 2, 0.0, penalty=RetrievalSettings.same_document_penalty
+        )
+    ] == ["a", "b"]
+    kept = sentence_rerank([on_topic, answering], [0.2, 0.8], 1, 0.3, penalty=RetrievalSettings.same_document_penalty)
     assert [(p["doc_id"], p["rank"], p["rerank_score"]) for p in kept] == [("b", 1, 1.14)]
-    assert sentence_rerank([], [], 3, 0.3) == []
+    assert sentence_rerank([], [], 3, 0.3, penalty=RetrievalSettings.same_document_penalty) == []
     with pytest.raises(ValueError, match="2 sentence cosines for 1 passages"):
-        sentence_rerank([on_topic], [0.2, 0.8], 1, 0.3)
+        sentence_rerank([on_topic], [0.2, 0.8], 1, 0.3, penalty=RetrievalSettings.same_document_penalty)
 
 
 def test_best_sentence_cosines_take_each_passage_s_closest_sentence() -> None:

@@ -22,6 +22,7 @@ from reground.tools.stores.trusted_domains import (
     trusted_domains,
 )
 from reground.tools.text.loaders import Document
+from reground.tools.tuning.stores import INGEST
 
 from reground.testing.fake_chat import ScriptedChatModel
 
@@ -190,7 +191,7 @@ def test_the_turn_says_both_statements_and_warns_before_a_sensitive_reply(tmp_pa
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text("\n".join(json.dumps(d) for d in docs) + "\n", encoding="utf-8")
     store = PassageStore.open("guard", data_dir=tmp_path / "data", create=True)
-    summary = ingest([corpus], store, progress=False)
+    summary = ingest([corpus], store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert summary.trusted_domains == ["acme.example"]
     context = Context(collection="guard", data_dir=str(tmp_path / "data"))
     graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())

@@ -16,6 +16,8 @@ from reground.tools.stores.ingest import ingest_documents
 from reground.tools.stores.store import EmbeddingMismatchError, PassageStore
 from reground.tools.text.loaders import Document
 from reground.tools.text.sentences import text_sentences
+from reground.tools.tuning.stores import INGEST
+from reground.tools.tuning.turn import BUDGETS
 from reground.tools.types import Passage
 
 DOCS = [
@@ -60,14 +62,19 @@ class CountingEmbedder:
 @pytest.fixture()
 def store(tmp_path: Path) -> PassageStore:
     opened = PassageStore.open("sentences", data_dir=tmp_path, embedder=CountingEmbedder(), create=True)
-    summary = ingest_documents(DOCS, opened, progress=False)
+    summary = ingest_documents(DOCS, opened, progress=False, max_tokens=INGEST.chunk_tokens)
     assert summary.chunks_added >= 2 and not summary.errors
     return opened
 
 
 def passages_for(store: PassageStore, question: str) -> list[Passage]:
     retriever = HybridRetriever(store)
-    return retriever.search(RetrievalQuery(question=question, history_query=question), where=None)
+    return retriever.search(
+        RetrievalQuery(question=question, history_query=question),
+        where=None,
+        doc_k=BUDGETS.doc_candidates,
+        paragraph_k=BUDGETS.paragraph_candidates,
+    )
 
 
 def test_ingest_keeps_each_chunks_sentence_vectors(store: PassageStore) -> None:
@@ -140,6 +147,7 @@ def test_the_version_is_read_from_chroma_only_when_the_store_changed(
         [Document(doc_id="pension", title="Pension", text="The company pays five percent into the pension plan.")],
         store,
         progress=False,
+        max_tokens=INGEST.chunk_tokens,
     )
     assert store.version() != first
     assert any(c["doc_id"] == "pension" for c in store.all_chunks())

@@ -17,6 +17,7 @@ from chromadb.errors import InternalError
 from reground.tools.stores.ingest import ingest
 from reground.tools.stores.store import PassageStore
 from reground.tools.stores.vector_store import StoreError
+from reground.tools.tuning.stores import INGEST
 
 DOCS = 12
 
@@ -42,7 +43,9 @@ def _corpus(path: Path, version: int) -> Path:
 @pytest.fixture
 def store(tmp_path: Path) -> PassageStore:
     opened = PassageStore.open("test-moving", data_dir=tmp_path, create=True)
-    assert not ingest([_corpus(tmp_path / "v0.jsonl", 0)], opened, progress=False).errors
+    assert not ingest(
+        [_corpus(tmp_path / "v0.jsonl", 0)], opened, progress=False, max_tokens=INGEST.chunk_tokens
+    ).errors
     return opened
 
 

@@ -13,6 +13,7 @@ from reground.tools.signals import stuffing
 from reground.tools.signals.stuffing import STUFFED_KEY, STUFFED_PAGE_KEY, compressed_share, is_stuffed, repeat_share
 from reground.tools.stores import search_index
 from reground.tools.text.loaders import load_paths
+from reground.tools.tuning.stores import INGEST
 
 from reground.testing.fake_chat import ScriptedChatModel
 
@@ -76,7 +77,7 @@ def _passages(tmp_path: Path, docs: list[dict[str, Any]]) -> list[str]:
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text("\n".join(json.dumps(d) for d in docs) + "\n", encoding="utf-8")
     store = PassageStore.open("stuffing", data_dir=tmp_path / "data", create=True)
-    summary = ingest([corpus], store, progress=False)
+    summary = ingest([corpus], store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert not summary.errors
     context = Context(collection="stuffing", data_dir=str(tmp_path / "data"))
     graph = build_graph(chat_model=ScriptedChatModel(), store=store, checkpointer=InMemorySaver())

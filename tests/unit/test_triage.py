@@ -17,6 +17,8 @@ from reground.nodes.context import MAX_READINGS, Context, ContextError
 from reground.prompts import answer as answer_prompts
 from reground.tools.retrieval.search import RetrievalSettings
 from reground.tools.signals.answerability import coverage, readings, stands_alone, unresolved_references
+from reground.tools.tuning.stores import INGEST
+from reground.tools.tuning.turn import BUDGETS
 
 from reground.testing.fake_chat import ScriptedChatModel
 from tests.conftest import store_of_rows
@@ -432,7 +434,7 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
     data_dir = tmp_path_factory.mktemp("demo-store")
     store = PassageStore.open("demo", data_dir=data_dir, create=True)
     corpus = Path(__file__).resolve().parents[2] / "reground" / "data" / "hr_policies.jsonl"
-    assert not ingest([corpus], store, progress=False).errors
+    assert not ingest([corpus], store, progress=False, max_tokens=INGEST.chunk_tokens).errors
     return store, str(data_dir)
 
 
@@ -572,7 +574,17 @@ def test_a_reading_s_answerability_is_read_without_the_reader(hr_store: Any, con
     env = NodeEnv(services=services, runtime=Runtime(context=context))
     question = "How many days of annual leave do full-time employees in Germany get?"
     state: Any = {"question": question, "history": []}
-    passages = services.retriever(context).search(conversation_query(question, []), where=None)
+    passages = services.retriever(context).search(
+        conversation_query(
+            question,
+            [],
+            budget_tokens=BUDGETS.history_token_budget,
+            phrase_tokens=RetrievalSettings.phrase_history_tokens,
+        ),
+        where=None,
+        doc_k=BUDGETS.doc_candidates,
+        paragraph_k=BUDGETS.paragraph_candidates,
+    )
     full = evidence_for(state, passages, env).answerable
     read: list[str] = []
     reader = services.reader()

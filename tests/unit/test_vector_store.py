@@ -31,6 +31,8 @@ from reground.tools.stores.vector_store import (
 )
 from reground.tools.text.lexical import words
 from reground.tools.text.loaders import Document
+from reground.tools.tuning.stores import INGEST
+from reground.tools.tuning.turn import BUDGETS
 from reground.tools.types import Chunk
 
 
@@ -110,7 +112,7 @@ def test_a_store_of_its_own_satisfies_the_interface() -> None:
 
 def test_ingest_and_retrieval_through_the_interface_alone() -> None:
     store = MemoryStore("docs")
-    summary = ingest_documents(DOCS, store, progress=False)
+    summary = ingest_documents(DOCS, store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert (summary.documents, summary.replaced, summary.unchanged) == (3, 0, 0)
     assert summary.chunks_added == len(store.load_snapshot().chunks) >= 3
 
@@ -124,16 +126,16 @@ def test_ingest_and_retrieval_through_the_interface_alone() -> None:
 
 def test_unchanged_documents_are_skipped_and_changes_are_seen_by_the_index() -> None:
     store = MemoryStore("docs")
-    ingest_documents(DOCS, store, progress=False)
+    ingest_documents(DOCS, store, progress=False, max_tokens=INGEST.chunk_tokens)
     index = SearchIndex(store)
     assert {c["doc_id"] for c in index.all_chunks()} == {"leave", "travel", "leave-us"}
     writes = store.writes
 
-    again = ingest_documents(DOCS, store, progress=False)
+    again = ingest_documents(DOCS, store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert (again.unchanged, store.writes) == (3, writes), "unchanged documents are not rewritten"
 
     changed = [Document("travel", "Travel costs", "Flights are reimbursed in economy.", metadata={"country": "DE"})]
-    summary = ingest_documents(changed, store, progress=False)
+    summary = ingest_documents(changed, store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert summary.replaced == 1
     hits = index.lexical_search("flights economy", k=3)
     assert [c["doc_id"] for c, _ in hits] == ["travel"], "the index reloads after the store's version changed"
@@ -192,12 +194,17 @@ def test_a_callers_vector_store_is_searched_through_a_search_index() -> None:
     store = MemoryStore("docs")
     with pytest.raises(EmptyCollectionError):
         Services(store=store).passage_store(Context(collection="docs"))
-    ingest_documents(DOCS, store, progress=False)
+    ingest_documents(DOCS, store, progress=False, max_tokens=INGEST.chunk_tokens)
     services = Services(store=store)
     searchable = services.passage_store(Context(collection="docs"))
     assert isinstance(searchable, SearchIndex) and searchable is services.passage_store(Context(collection="docs"))
     query = RetrievalQuery(question="train tickets", history_query="train tickets")
-    assert services.retriever(Context(collection="docs")).search(query, where=None)[0]["doc_id"] == "travel"
+    assert (
+        services.retriever(Context(collection="docs")).search(
+            query, where=None, doc_k=BUDGETS.doc_candidates, paragraph_k=BUDGETS.paragraph_candidates
+        )[0]["doc_id"]
+        == "travel"
+    )
 
 
 def test_reground_ingest_writes_into_the_store_its_spec_names(hr_corpus: Any, tmp_path: Any) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 from langchain_core.language_models import BaseChatModel
 from reground.tools.errors import InputError, ModelError
-from reground.tools.tuning.models import CHAT, ENDPOINTS
+from reground.tools.tuning.models import ENDPOINTS
 
 LOCAL_MODEL_ALIAS = "local"
 ACCEPTED = "'<provider>:<model>' (e.g. 'openai:gpt-4o-mini'), 'local:<name>' or 'openai-compatible:<model>@<base_url>'"
@@ -124,7 +124,7 @@ def load_chat_model(
     spec: str,
     *,
     temperature: float = 0.0,
-    timeout_s: float = CHAT.timeout_s,
+    timeout_s: float,
     max_tokens: int | None = None,
     max_retries: int = 1,
 ) -> BaseChatModel:

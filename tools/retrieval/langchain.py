@@ -18,19 +18,21 @@ from pydantic import ConfigDict, Field, PrivateAttr
 from reground.tools.retrieval.search import HybridRetriever, RetrievalSettings, conversation_query
 from reground.tools.signals.injection_screen import SCREEN_KEY
 from reground.tools.tuning.stores import ENGINE
+from reground.tools.tuning.turn import BUDGETS
 
 
 class RegroundRetriever(BaseRetriever):
-    """reground's hybrid retrieval over a search store, as a LangChain retriever."""
+    """reground's hybrid retrieval over a search store, as a LangChain retriever. The app builds it without a run's
+    Context, so its documents and dialogue budget default to the run's own declarations (BUDGETS), named here."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     store: Any = Field(description="a reground search store (e.g. `open_store('pgserver:/srv/engine', 'docs')`)")
     k: int = Field(default=ENGINE.retriever_k, ge=1, description="passages returned")
-    doc_k: int = Field(default=ENGINE.retriever_doc_k, ge=1, description="documents whose paragraphs are scored")
+    doc_k: int = Field(default=BUDGETS.doc_candidates, ge=1, description="documents whose paragraphs are scored")
     where: dict[str, Any] | None = Field(default=None, description="the metadata scope every search stays inside")
     settings: RetrievalSettings | None = None
-    history_tokens: int = ENGINE.retriever_history_tokens
+    history_tokens: int = BUDGETS.history_token_budget
     _retriever: HybridRetriever | None = PrivateAttr(default=None)
 
     def _stack(self) -> HybridRetriever:
@@ -41,8 +43,11 @@ class RegroundRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, history: list[dict[str, str]] | None = None
     ) -> list[Document]:
-        built = conversation_query(query, history or [], self.history_tokens)
-        passages = self._stack().search(built, where=self.where, doc_k=self.doc_k, paragraph_k=self.k)
+        stack = self._stack()
+        built = conversation_query(
+            query, history or [], self.history_tokens, phrase_tokens=stack.settings.phrase_history_tokens
+        )
+        passages = stack.search(built, where=self.where, doc_k=self.doc_k, paragraph_k=self.k)
         out = []
         for p in passages:
             meta = {

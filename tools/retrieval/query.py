@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from reground.tools.text.tokens import history_query
-from reground.tools.tuning.retrieval import SEARCH
 from reground.tools.types import is_assistant
 
 
@@ -73,12 +72,12 @@ def _turn(turn: tuple[str, str] | Mapping[str, str]) -> tuple[str, str]:
 def conversation_query(
     question: str,
     history: Sequence[tuple[str, str] | Mapping[str, str]],
-    budget_tokens: int = SEARCH.history_tokens,
+    budget_tokens: int,
     *,
     search_question: str | None = None,
     keywords: Sequence[str] = (),
     expansions: Sequence[str] = (),
-    phrase_tokens: int = SEARCH.phrase_tokens,
+    phrase_tokens: int,
     turn_question: str = "",
 ) -> RetrievalQuery:
     """The query of a conversation turn: the question (or a rewrite of it, `search_question`), the question plus

@@ -27,7 +27,6 @@ from reground.tools.tuning.retrieval import (
     QUERY_TRANSFORMS,
     TRANSFORMS,
     QueryTransform,
-    RetrievalSettings,
     check_transform,
 )
 
@@ -123,8 +122,8 @@ def transform_query(
     history: Sequence[Mapping[str, str]],
     stats: CallStats,
     *,
-    history_tokens: int = RetrievalSettings.transform_history_tokens,
-    max_tokens: int = RetrievalSettings.transform_max_tokens,
+    history_tokens: int,
+    max_tokens: int,
 ) -> tuple[str, ...]:
     """The texts the transform `name` adds to the search for this turn (() for "none").
 

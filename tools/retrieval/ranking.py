@@ -13,12 +13,12 @@ import numpy as np
 from reground.tools.retrieval.query import RetrievalQuery
 from reground.tools.signals.stuffing import chunk_is_stuffed
 from reground.tools.text.lexical import BM25, content_terms, idf_overlap, words
-from reground.tools.tuning.retrieval import RERANK, SEARCH, RetrievalSettings
+from reground.tools.tuning.retrieval import RERANK, RetrievalSettings
 from reground.tools.types import Chunk, Passage
 
 
 def reciprocal_rank_fusion(
-    rankings: Sequence[Sequence[str]], k: int = SEARCH.rrf_k, weights: Sequence[float] | None = None
+    rankings: Sequence[Sequence[str]], k: int, weights: Sequence[float] | None = None
 ) -> list[tuple[str, float]]:
     """Weighted RRF: score(d) = Σ_i w_i / (k + rank_i(d)), ranks from 1; ties keep first-seen order."""
     if weights is not None and len(weights) != len(rankings):
@@ -152,9 +152,7 @@ def overlap_scores(query: RetrievalQuery, chunks: Sequence[Chunk]) -> np.ndarray
     return raw / max(float(raw.max()), 1e-9)
 
 
-def select_across_documents(
-    scores: Sequence[float], doc_ids: Sequence[str], n: int, penalty: float = RetrievalSettings.same_document_penalty
-) -> list[int]:
+def select_across_documents(scores: Sequence[float], doc_ids: Sequence[str], n: int, penalty: float) -> list[int]:
     """Greedy document-aware MMR: indexes of n items, each pick maximising its max-normalised score minus
     `penalty` × (items already picked from its document). Ties keep input order; penalty 0 = top n by score."""
     if len(scores) != len(doc_ids):
@@ -180,7 +178,7 @@ def sentence_rerank(
     sentence_cosines: Sequence[float],
     n: int,
     weight: float,
-    penalty: float = RetrievalSettings.same_document_penalty,
+    penalty: float,
 ) -> list[Passage]:
     """Rerank without an LLM: each candidate's retrieval score (max-normalised) plus `weight` x the cosine of its
     sentence closest to the question (`tools/evidence.best_sentence_cosines`), then keep n with the document-aware
@@ -199,9 +197,7 @@ def sentence_rerank(
     ]
 
 
-def fuse_rerank(
-    passages: list[Passage], n: int, penalty: float = RetrievalSettings.same_document_penalty
-) -> list[Passage]:
+def fuse_rerank(passages: list[Passage], n: int, penalty: float) -> list[Passage]:
     """Rerank without an LLM: RRF of the retrieval, paragraph-score and document-score orders, then keep n
     with the document-aware selection (`select_across_documents`), so one document cannot take every slot."""
     if not passages:

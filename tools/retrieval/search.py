@@ -50,7 +50,6 @@ from reground.tools.signals.stuffing import chunk_is_stuffed
 from reground.tools.text.lexical import content_terms, words
 from reground.tools.tuning.retrieval import SEARCH, RetrievalSettings
 from reground.tools.tuning.signals import STUFFING
-from reground.tools.tuning.turn import BUDGETS
 from reground.tools.types import Chunk, Passage
 
 # Where the retrieval stack's users import it from: the query (query.py) and ranking (ranking.py) parts included.
@@ -402,8 +401,8 @@ class HybridRetriever:
         query: RetrievalQuery,
         *,
         where: dict[str, Any] | None,
-        doc_k: int = BUDGETS.doc_candidates,
-        paragraph_k: int = BUDGETS.paragraph_candidates,
+        doc_k: int,
+        paragraph_k: int,
         paragraph_scoring: bool = True,
     ) -> list[Passage]:
         """The paragraph_k best chunks of the doc_k best documents, with doc/paragraph scores filled."""

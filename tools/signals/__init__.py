@@ -1,1 +1,3 @@
-"""Signals: LLM-free measures of a turn's text (evidence, answerability, the judge, figures, injection, scoring)."""
+"""Signals: LLM-free measures of a turn's text (evidence sentences and the extract reply made of them, a turn's
+reading, answerability and asking back, the judge and unit rankers, figures, contacts, conflicts, injection screening,
+reply guards, scoring)."""

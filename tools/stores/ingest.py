@@ -49,7 +49,7 @@ from reground.tools.stores.trusted_domains import (
 )
 from reground.tools.stores.vector_store import EmbeddedDocument, Snapshot, VectorStore
 from reground.tools.text.blobs import separate_blobs
-from reground.tools.text.chunking import DEFAULT_MAX_TOKENS, chunk_document
+from reground.tools.text.chunking import chunk_document
 from reground.tools.text.hidden import strip_hidden_prose
 from reground.tools.text.invisible import strip_invisible
 from reground.tools.text.loaders import MAX_FILE_BYTES, Document, LoadError, iter_documents, readable_id
@@ -85,7 +85,7 @@ def ingest_documents(
     documents: Sequence[Document],
     store: VectorStore,
     *,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_tokens: int,
     progress: bool = True,
     summary: IngestSummary | None = None,
     on_wait: WaitNotice | None = None,
@@ -503,7 +503,7 @@ def ingest(
     paths: Sequence[str | Path],
     store: VectorStore,
     *,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_tokens: int,
     delete: Sequence[str] = (),
     progress: bool = True,
     on_wait: WaitNotice | None = None,

@@ -1,1 +1,2 @@
-"""Text handling: loading files, chunking, the tokeniser and stopwords, token counting and terminal-safe text."""
+"""Text handling: loading files (markdown, MyST, HTML, PDF) and chunking them, sentences and code blocks, the
+tokeniser and stopwords, token counting, hidden and invisible text, and terminal-safe text."""

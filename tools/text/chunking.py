@@ -15,7 +15,6 @@ from reground.tools.text.tokens import count_tokens
 from reground.tools.tuning.stores import INGEST
 from reground.tools.types import Chunk
 
-DEFAULT_MAX_TOKENS = INGEST.chunk_tokens
 T = TypeVar("T")
 # Between the paragraphs packed into one chunk: a blank line, where evidence sentences always end (a single line
 # break inside a paragraph does not end one).
@@ -75,7 +74,7 @@ def chunk_id_for(doc_id: str, position: int, text: str) -> str:
     return hashlib.sha1(f"{doc_id}\x1f{position}\x1f{text}".encode()).hexdigest()[:16]  # fact: the chunk id format
 
 
-def chunk_document(doc: Document, *, max_tokens: int = DEFAULT_MAX_TOKENS, overlap_tokens: int = 0) -> list[Chunk]:
+def chunk_document(doc: Document, *, max_tokens: int, overlap_tokens: int = 0) -> list[Chunk]:
     """Pack consecutive paragraphs of a section up to max_tokens; never merge across sections. A passage the page
     repeats word for word in the same section (and variant) is kept once: repeats add nothing to find, and a page
     padded with one passage thousands of times would bloat the collection.

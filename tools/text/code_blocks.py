@@ -14,7 +14,6 @@ from itertools import pairwise
 
 from reground.tools.text.lexical import lexical_tokens
 from reground.tools.text.sentences import FENCE, line_kinds
-from reground.tools.tuning.turn import EVIDENCE
 
 CUT_MARK = "..."  # a cut in a code block (Python's own ellipsis; reads as "more here" in any language)
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
@@ -65,7 +64,7 @@ def trim_code(code_lines: list[str], terms: set[str], words: set[str], max_lines
     return out
 
 
-def trim_code_blocks(text: str, context: Iterable[str], max_lines: int = EVIDENCE.max_code_lines) -> str:
+def trim_code_blocks(text: str, context: Iterable[str], max_lines: int) -> str:
     """Every code block of a reply cut to the lines that matter to `context` (the question and the reply's own
     sentences): their code spans and content words."""
     context = list(context)

@@ -14,7 +14,6 @@ import tiktoken
 from reground.tools.adapters.paths import cache_dir
 from reground.tools.errors import ModelError
 from reground.tools.tuning.signals import TEXT_CHECKS
-from reground.tools.tuning.turn import BUDGETS
 
 # What tiktoken downloads and the sha256 it pins; the cache key is the sha1 of the URL.
 ENCODINGS: dict[str, tuple[str, str]] = {
@@ -85,7 +84,7 @@ def tail_tokens(text: str, max_tokens: int) -> str:
 def history_query(
     question: str,
     history: Sequence[tuple[str, str] | Mapping[str, str]],
-    budget_tokens: int = BUDGETS.history_token_budget,
+    budget_tokens: int,
 ) -> str:
     """The question plus the most recent dialogue turns that fit in `budget_tokens` (ReGround's DH_tokens).
 

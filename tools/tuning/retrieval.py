@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
 from reground.tools.tuning.declared import setting
-from reground.tools.tuning.turn import BUDGETS
 
 # The query transforms `RetrievalSettings.query_transform` selects (query_transforms.py writes their texts).
 QueryTransform = Literal["none", "hyde", "topics", "multi_query"]
@@ -179,13 +178,8 @@ class Rerank:
 
 @dataclass(frozen=True)
 class Search:
-    """Defaults and caches of the search functions (the graph passes its Context's values)."""
+    """Caches and fixed limits of the search functions (every value the Context carries is passed by the caller)."""
 
-    # Dialogue tokens of the history query and of the phrase query, and reciprocal rank fusion's k, when a caller
-    # names none: the run's own defaults (the budgets' and RetrievalSettings'), not second copies.
-    history_tokens: int = BUDGETS.history_token_budget
-    phrase_tokens: int = RetrievalSettings.phrase_history_tokens
-    rrf_k: int = RetrievalSettings.rrf_k
     # Query vectors, topic-shift decisions and document n-grams a retriever keeps, and its whole-document indexes
     # (one per scope and store size).
     cache_size: int = 4096

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
 from reground.tools.tuning.declared import setting
-from reground.tools.tuning.turn import BUDGETS
 
 DenseMode = Literal["auto", "exact", "hnsw"]
 DENSE_MODES: tuple[str, ...] = get_args(DenseMode)
@@ -160,12 +159,10 @@ class EngineTuning:
     lock_poll_s: float = 0.2
     stop_timeout_s: float = 60.0
     # LangChain: hits asked per wanted one (dropped: outside the scope, unknown to the base store); chunks added per
-    # call; the retriever's defaults (passages, documents scored, dialogue tokens in the query).
+    # call; the retriever's passages returned (its documents and dialogue budget are the run's: BUDGETS).
     langchain_oversample: int = 2
     langchain_batch: int = 256
     retriever_k: int = 4
-    retriever_doc_k: int = BUDGETS.doc_candidates  # the run's defaults, not second copies
-    retriever_history_tokens: int = BUDGETS.history_token_budget
 
 
 @dataclass(frozen=True)

@@ -449,6 +449,10 @@ class Refinement:
             "question (0 when it repeats the previous reply). Below it the answer is refined on relevance."
         ),
     )
+    principle_weights: Mapping[str, float] = setting(
+        meaning="Weights w of the proxy metrics in the improvement test.",
+        factory=lambda: MappingProxyType(dict.fromkeys(("specificity", "faithfulness", "relevance"), 1.0)),
+    )
     improvement_lambda: float = setting(
         1.5,
         meaning="A refined answer replaces the old one only if its weighted gain exceeds this (ProMiSe's lambda).",
