@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from reground.demo import DEMO_COLLECTION, DEMO_SCOPE, demo_corpus_path
-from reground.tools.tuning.stores import INGEST
 
 UI_RECORD = "ui-server.json"  # in the state dir: the page's URL, read by `reground eval feedback export`
 
@@ -30,6 +29,7 @@ def _ensure_documents(data: Path) -> None:
     """A data dir with no collection gets the demo HR corpus, so the page has something to answer from."""
     from reground.tools.stores.ingest import ingest
     from reground.tools.stores.store import PassageStore
+    from reground.tools.tuning.stores import INGEST
 
     if PassageStore.describe(data_dir=data):
         return
