@@ -54,8 +54,9 @@ def _role(message: BaseMessage) -> str | None:
 
 
 def start_turn(state: State, env: NodeEnv) -> dict[str, Any]:
-    """Split the messages into history and question, apply the token budgets, reset the turn's counters, and
-    refuse a bad question or an unreachable LLM that the turn needs."""
+    """Split the messages into history and question, apply the token budgets and reset the turn's counters; a
+    message that is no question goes on empty (finalize says so), and an unreachable LLM the turn needs fails it at
+    once."""
     messages = list(state.get("messages") or [])
     notes: list[str] = []
     if not messages or not isinstance(messages[-1], HumanMessage):
