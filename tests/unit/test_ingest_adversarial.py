@@ -173,7 +173,7 @@ def test_an_ingest_in_batches_indexes_every_file_once(monkeypatch: pytest.Monkey
         (docs / f"page{n}.md").write_text(f"# Page {n}\n\nRoom {n} is booked at the front desk.\n")
     (docs / "zz-again.jsonl").write_text('{"doc_id": "page1.md", "text": "A second page1."}\n')
     store = PassageStore.open("batched", data_dir=tmp_path / "data", create=True)
-    summary = ingest_module.ingest([docs], store, progress=False)
+    summary = ingest_module.ingest([docs], store, progress=False, max_tokens=INGEST.chunk_tokens)
     assert summary.documents == 5 and summary.skipped == 1
     assert any("duplicate doc_id 'page1.md'" in str(e) for e in summary.errors)
     assert sorted({c["doc_id"] for c in store.all_chunks()}) == [f"page{n}.md" for n in range(5)]

@@ -118,6 +118,7 @@ WRITER = textwrap.dedent(
     from pathlib import Path
     from reground.tools.stores.ingest import ingest
     from reground.tools.stores.store import PassageStore
+    from reground.tools.tuning.stores import INGEST
 
     root, corpus, rounds = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
     store = PassageStore.open("test-moving", data_dir=root, create=True)
@@ -125,7 +126,7 @@ WRITER = textwrap.dedent(
         text = corpus.read_text(encoding="utf-8").replace("revision ", f"revision {version}.")
         path = root / f"v{version}.jsonl"
         path.write_text(text, encoding="utf-8")
-        summary = ingest([path], store, progress=False)
+        summary = ingest([path], store, progress=False, max_tokens=INGEST.chunk_tokens)
         assert summary.replaced == summary.documents, summary
         print("wrote", version, flush=True)
     """
