@@ -38,7 +38,6 @@ SOCKET = "ask-worker.sock"
 LOG = "ask-worker.log"
 WARM_UP_QUESTION = "What does this collection cover?"  # any question: the first turn loads what every turn needs
 WARM_UP_THREAD = "reground-worker-warm-up"
-START_TIMEOUT_S = ASK_WORKER.start_timeout_s
 
 
 # --- the worker process ---------------------------------------------------------------------------------------
@@ -164,7 +163,7 @@ def cmd_start(args: argparse.Namespace) -> int:
         command += ["--collection", collection]
     with open(log, "w", encoding="utf-8") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + START_TIMEOUT_S
+    deadline = time.monotonic() + ASK_WORKER.start_timeout_s
     while time.monotonic() < deadline:
         record = read_record(args.data_dir)
         if record is not None and record.get("pid") == process.pid:

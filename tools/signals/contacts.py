@@ -130,7 +130,6 @@ def risky_host(host: str) -> bool:
 
 # Letters and digits that pass for others in a host name: "northwlnd", "n0rthwind", "rnicrosoft".
 _LOOKS_LIKE = str.maketrans("01!|i35", "olllles")
-_LOOK_ALIKE_MIN_LETTERS = OPTIONS.look_alike_min_letters  # a shorter name is one letter from too many real ones
 
 
 def _skeleton(label: str) -> str:
@@ -162,9 +161,9 @@ def look_alike_of(host: str, domains: frozenset[str] | set[str]) -> str | None:
     for domain in sorted(domains):
         trusted = domain.split(".")[0]
         a, b = _skeleton(name), _skeleton(trusted)
-        if len(b) < _LOOK_ALIKE_MIN_LETTERS - 1:
+        if len(b) < OPTIONS.look_alike_min_letters - 1:
             continue
-        if a == b or (len(b) >= _LOOK_ALIKE_MIN_LETTERS and _one_edit(a, b)) or f"-{trusted}-" in f"-{name}-":
+        if a == b or (len(b) >= OPTIONS.look_alike_min_letters and _one_edit(a, b)) or f"-{trusted}-" in f"-{name}-":
             return domain
     return None
 
